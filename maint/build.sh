@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Build MPICH 4.0.2 with the ch3:smheap channel grafted in, and install it to build/install.
+#
+#   maint/build.sh              build (or incrementally rebuild) ch3:smheap
+#   maint/build.sh --nemesis    also build the reference ch3:nemesis from the same source and
+#                               flags into build/nemesis/install
+#
+# The MPICH source tree (build/mpich-4.0.2) is generated: unpacked from Debian's orig tarball,
+# patched with maint/patches/*.patch, with the project's channel linked in.  It is regenerated
+# only when the patches or the channel's subconfigure.m4 change; builds are out of tree
+# (build/smheap-obj, build/nemesis/obj), so a channel edit rebuilds just that file and relinks.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/maint/config.sh"
+
+with_nemesis=no
+for arg in "$@"; do
+    case "$arg" in
+        --nemesis) with_nemesis=yes ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        *) echo "build.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+    esac
+done
+
+"$top/maint/deps.sh"
+
+src="$BUILD_DIR/mpich-$MPICH_VERSION"
+graft_dirs=(src/mpid/ch3/channels/smheap)
+
+# Copy the project's sources into the MPICH tree, touching only files whose content changed
+# (so make rebuilds just those) and dropping files the project no longer has.
+sync_graft() {
+    local d f
+    for d in "${graft_dirs[@]}"; do
+        [ -L "$src/$d" ] && rm "$src/$d"
+        mkdir -p "$src/$d"
+        (cd "$top/$d" && find . -type f ! -name '*~') | while read -r f; do
+            if ! cmp -s "$top/$d/$f" "$src/$d/$f"; then
+                mkdir -p "$(dirname "$src/$d/$f")"
+                cp "$top/$d/$f" "$src/$d/$f"
+            fi
+        done
+        (cd "$src/$d" && find . -type f) | while read -r f; do
+            [ -e "$top/$d/$f" ] || rm -f "$src/$d/$f"
+        done
+    done
+}
+
+# What autogen extracts from the sources (error messages, CVARs): redone when the
+# project's contributions to them change, without rerunning all of autogen.
+extract_inputs() {
+    local d
+    for d in "${graft_dirs[@]}"; do
+        find "$top/$d" -name errnames.txt -exec cat {} +
+        find "$top/$d" \( -name '*.c' -o -name '*.h' \) -exec grep -ho '"\*\*[a-z_|]*' {} + | sort -u
+        find "$top/$d" \( -name '*.c' -o -name '*.h' \) -exec \
+            sed -n '/BEGIN_MPI_T_CVAR_INFO_BLOCK/,/END_MPI_T_CVAR_INFO_BLOCK/p' {} +
+    done | sha256sum | cut -d' ' -f1
+}
+regen_extracted() {
+    echo "== extracting error messages and CVARs"
+    (cd "$src" &&
+        maint/extracterrmsgs -careful=unusederr.txt -skip=src/util/multichannel/mpi.c \
+            $(cat maint/errmsgdirs) > .tmp 2> .err &&
+        ! grep -v "Warning:" .err &&
+        mv .tmp src/mpi/errhan/defmsg.h &&
+        ./maint/extractcvars --dirs="$(cat maint/cvardirs)" > /dev/null) ||
+        { echo "smheap: extracting error messages/CVARs failed" >&2; exit 1; }
+}
+
+graft_inputs() {
+    cat "$top"/maint/patches/*.patch "$top/src/mpid/ch3/channels/smheap/subconfigure.m4" \
+        "$top/maint/config.sh" | sha256sum | cut -d' ' -f1
+}
+stamp="$src/.smheap-graft"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$(graft_inputs)" ]; then
+    echo "== preparing MPICH $MPICH_VERSION source in $src"
+    rm -rf "$src"
+    tar -C "$BUILD_DIR" -xf "$DL_DIR/mpich_${MPICH_VERSION}.orig.tar.xz"
+    for p in "$top"/maint/patches/*.patch; do
+        echo "   patch: $(basename "$p")"
+        patch -s -d "$src" -p1 < "$p"
+    done
+    sync_graft
+    # Regenerate only what the graft needs: -quick skips the bundled submodules.
+    echo "== autogen.sh -quick (about 3 minutes)"
+    (cd "$src" && ./autogen.sh -quick > "$BUILD_DIR/autogen.log" 2>&1) ||
+        { tail -30 "$BUILD_DIR/autogen.log"; exit 1; }
+    grep -q "channels/smheap/subconfigure.m4" "$src/subsys_include.m4"
+    graft_inputs > "$stamp"
+    extract_inputs > "$src/.smheap-extract"
+    rm -rf "$BUILD_DIR/smheap-obj" "$BUILD_DIR/nemesis/obj"
+fi
+sync_graft
+if [ "$(cat "$src/.smheap-extract" 2>/dev/null)" != "$(extract_inputs)" ]; then
+    regen_extracted
+    extract_inputs > "$src/.smheap-extract"
+fi
+
+export CCACHE_DIR="${CCACHE_DIR:-$BUILD_DIR/ccache}"
+cc="gcc"
+command -v ccache >/dev/null && cc="ccache gcc"
+common_flags=(--disable-fortran --disable-cxx --with-hwloc=/usr --enable-fast=O2
+              --enable-threads=multiple --disable-static)
+
+build_one() {  # device objdir prefix
+    local device=$1 obj=$2 prefix=$3
+    mkdir -p "$obj"
+    if [ ! -f "$obj/Makefile" ]; then
+        echo "== configure $device -> $prefix"
+        (cd "$obj" && CC="$cc" "$src/configure" --prefix="$prefix" --with-device="$device" \
+            "${common_flags[@]}" > configure.log 2>&1) || { tail -40 "$obj/configure.log"; exit 1; }
+    fi
+    echo "== make $device"
+    (cd "$obj" && make -j"$(nproc)" > make.log 2>&1 && make install > install.log 2>&1) ||
+        { grep -B5 -A5 -m5 -E "error|Error" "$obj/make.log" | tail -60; exit 1; }
+}
+
+build_one ch3:smheap "$BUILD_DIR/smheap-obj" "$BUILD_DIR/install"
+if [ "$with_nemesis" = yes ]; then
+    build_one ch3:nemesis "$BUILD_DIR/nemesis/obj" "$BUILD_DIR/nemesis/install"
+fi
+"$BUILD_DIR/install/bin/mpichversion" | grep -i device

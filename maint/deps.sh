@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install what building smheap and MPICH needs, and fetch MPICH 4.0.2's source from Debian's
+# source package (the deb-src entry is derived from the machine's own apt sources, so no host
+# name is written here).  Idempotent: a second run does nothing it does not have to.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/maint/config.sh"
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+need_pkgs=(build-essential autoconf automake libtool pkg-config perl python3 xz-utils
+           dpkg-dev libhwloc-dev hwloc valgrind ccache libjemalloc-dev)
+missing=()
+for p in "${need_pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    as_root apt-get update -q
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+src_list=/etc/apt/sources.list.d/smheap-deb-src.sources
+if ! grep -rqs '^Types:.*deb-src\|^deb-src ' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    # Turn every "Types: deb" stanza of the existing sources into a deb-src one.
+    tmp=$(mktemp)
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -e "$f" ] || continue
+        sed -n 's/^Types:[[:space:]]*deb[[:space:]]*$/Types: deb-src/;p' "$f" >> "$tmp"
+        echo >> "$tmp"
+    done
+    if [ -f /etc/apt/sources.list ]; then
+        sed -n 's/^deb[[:space:]]/deb-src /p' /etc/apt/sources.list > "${tmp}.list"
+        as_root install -m 0644 "${tmp}.list" /etc/apt/sources.list.d/smheap-deb-src.list
+    fi
+    as_root install -m 0644 "$tmp" "$src_list"
+    rm -f "$tmp" "${tmp}.list"
+    as_root apt-get update -q
+fi
+
+mkdir -p "$DL_DIR"
+tarball="$DL_DIR/mpich_${MPICH_VERSION}.orig.tar.xz"
+if [ ! -f "$tarball" ] || ! echo "$MPICH_SHA256  $tarball" | sha256sum -c --quiet - 2>/dev/null; then
+    (cd "$DL_DIR" && apt-get source --download-only "mpich=${MPICH_DEB_VERSION}" ) ||
+    (cd "$DL_DIR" && apt-get source --download-only mpich)
+fi
+echo "$MPICH_SHA256  $tarball" | sha256sum -c - || {
+    echo "smheap: $tarball does not have the expected sha256; delete it and rerun" >&2; exit 1; }

@@ -1,0 +1,35 @@
+##
+## ch3:smheap channel.  Included from src/mpid/ch3/channels/Makefile.mk by the
+## project's graft (see maint/patches/).
+##
+
+errnames_txt_files += src/mpid/ch3/channels/smheap/src/errnames.txt
+
+if BUILD_CH3_SMHEAP
+
+AM_CPPFLAGS +=                                             \
+    -I$(top_srcdir)/src/mpid/ch3/channels/smheap/include   \
+    -I$(top_builddir)/src/mpid/ch3/channels/smheap/include
+
+noinst_HEADERS +=                                          \
+    src/mpid/ch3/channels/smheap/include/mpidi_ch3_pre.h   \
+    src/mpid/ch3/channels/smheap/include/mpidi_ch3_post.h  \
+    src/mpid/ch3/channels/smheap/include/mpidi_ch3_impl.h  \
+    src/mpid/ch3/channels/smheap/include/smheap_queue.h    \
+    src/mpid/ch3/channels/smheap/include/mpid_nem_impl.h
+
+mpi_core_sources +=                                        \
+    src/mpid/ch3/channels/smheap/src/ch3_init.c            \
+    src/mpid/ch3/channels/smheap/src/ch3_finalize.c        \
+    src/mpid/ch3/channels/smheap/src/ch3_isend.c           \
+    src/mpid/ch3/channels/smheap/src/ch3_progress.c        \
+    src/mpid/ch3/channels/smheap/src/smheap_queue.c
+
+# Shared-memory windows: ch3:nemesis's implementation is channel-neutral apart
+# from its header, so it is compiled here unchanged against the small
+# compatibility header include/mpid_nem_impl.h instead of being copied.
+mpi_core_sources +=                                        \
+    src/mpid/ch3/channels/nemesis/src/ch3_win_fns.c        \
+    src/mpid/ch3/channels/nemesis/src/ch3_rma_shm.c
+
+endif BUILD_CH3_SMHEAP

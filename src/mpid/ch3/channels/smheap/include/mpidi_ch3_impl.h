@@ -1,0 +1,125 @@
+/*
+ * ch3:smheap -- declarations shared by the channel's source files.
+ */
+
+#ifndef MPIDI_CH3_IMPL_H_INCLUDED
+#define MPIDI_CH3_IMPL_H_INCLUDED
+
+#include "mpidimpl.h"
+#include "utlist.h"
+#include "smheap_queue.h"
+
+/* Progress engine (ch3_progress.c) */
+int MPIDI_CH3I_Progress_init(void);
+int MPIDI_CH3I_Progress_finalize(void);
+int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc);
+void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc);
+
+/* Sending (ch3_isend.c) */
+int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov);
+
+#define MPIDI_CH3I_Sendq_empty(vc) ((vc)->ch.sendq_head == NULL)
+
+static inline void MPIDI_CH3I_Sendq_enqueue(MPIDI_VC_t * vc, MPIR_Request * sreq)
+{
+    sreq->dev.next = NULL;
+    if (vc->ch.sendq_tail)
+        vc->ch.sendq_tail->dev.next = sreq;
+    else
+        vc->ch.sendq_head = sreq;
+    vc->ch.sendq_tail = sreq;
+    MPIDI_CH3I_Sendq_mark_pending(vc);
+}
+
+static inline MPIR_Request *MPIDI_CH3I_Sendq_dequeue(MPIDI_VC_t * vc)
+{
+    MPIR_Request *sreq = vc->ch.sendq_head;
+    vc->ch.sendq_head = sreq->dev.next;
+    if (vc->ch.sendq_head == NULL)
+        vc->ch.sendq_tail = NULL;
+    return sreq;
+}
+
+/* True when the channel has a VC to this rank (every rank of MPI_COMM_WORLD but us). */
+int MPIDI_CH3I_Shm_supported(void);
+
+/* Shared-memory windows: ch3:nemesis's implementation (compiled with this channel)
+ * needs these. */
+int MPIDI_CH3_SHM_Win_shared_query(MPIR_Win * win_ptr, int target_rank, MPI_Aint * size,
+                                   int *disp_unit, void *baseptr);
+int MPIDI_CH3_SHM_Win_free(MPIR_Win ** win_ptr);
+
+#define MPIDI_CH3I_SHM_MUTEX_LOCK(win_ptr)                                              \
+    do {                                                                                \
+        MPIR_AssertDeclValue(int pt_err, 0);                                            \
+        pt_err = pthread_mutex_lock((win_ptr)->shm_mutex);                              \
+        MPIR_Assert(pt_err == 0);                                                       \
+    } while (0)
+
+#define MPIDI_CH3I_SHM_MUTEX_UNLOCK(win_ptr)                                            \
+    do {                                                                                \
+        MPIR_AssertDeclValue(int pt_err, 0);                                            \
+        pt_err = pthread_mutex_unlock((win_ptr)->shm_mutex);                            \
+        MPIR_Assert(pt_err == 0);                                                       \
+    } while (0)
+
+#define MPIDI_CH3I_SHM_MUTEX_INIT(win_ptr)                                              \
+    do {                                                                                \
+        int pt_err;                                                                     \
+        MPL_proc_mutex_create((win_ptr)->shm_mutex, &pt_err);                           \
+        MPIR_ERR_CHECK(pt_err);                                                         \
+    } while (0);
+
+#define MPIDI_CH3I_SHM_MUTEX_DESTROY(win_ptr)                                           \
+    do {                                                                                \
+        int pt_err = pthread_mutex_destroy((win_ptr)->shm_mutex);                       \
+        MPIR_ERR_CHKANDJUMP1(pt_err, mpi_errno, MPI_ERR_OTHER, "**pthread_mutex",       \
+                             "**pthread_mutex %s", strerror(pt_err));                   \
+    } while (0);
+
+typedef struct MPIDI_SHM_Win {
+    struct MPIDI_SHM_Win *prev;
+    struct MPIDI_SHM_Win *next;
+    MPIR_Win *win;
+} MPIDI_SHM_Win_t;
+
+typedef MPIDI_SHM_Win_t *MPIDI_SHM_Wins_list_t;
+
+extern MPIDI_SHM_Wins_list_t shm_wins_list;
+
+#define MPIDI_SHM_Wins_next_and_continue(elem) {elem = elem->next; continue;}
+
+static inline int MPIDI_CH3I_SHM_Wins_append(MPIDI_SHM_Wins_list_t * list, MPIR_Win * win)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_SHM_Win_t *tmp_ptr;
+    MPIR_CHKPMEM_DECL(1);
+
+    MPIR_CHKPMEM_MALLOC(tmp_ptr, MPIDI_SHM_Win_t *, sizeof(MPIDI_SHM_Win_t),
+                        mpi_errno, "SHM window entry", MPL_MEM_SHM);
+    tmp_ptr->next = NULL;
+    tmp_ptr->win = win;
+    DL_APPEND(*list, tmp_ptr);
+
+  fn_exit:
+    MPIR_CHKPMEM_COMMIT();
+    return mpi_errno;
+  fn_fail:
+    MPIR_CHKPMEM_REAP();
+    goto fn_exit;
+}
+
+static inline void MPIDI_CH3I_SHM_Wins_unlink(MPIDI_SHM_Wins_list_t * list, MPIR_Win * shm_win)
+{
+    MPIDI_SHM_Win_t *elem = NULL;
+    MPIDI_SHM_Win_t *tmp_elem = NULL;
+
+    LL_SEARCH_SCALAR(*list, elem, win, shm_win);
+    if (elem != NULL) {
+        tmp_elem = elem;
+        DL_DELETE(*list, elem);
+        MPL_free(tmp_elem);
+    }
+}
+
+#endif /* MPIDI_CH3_IMPL_H_INCLUDED */

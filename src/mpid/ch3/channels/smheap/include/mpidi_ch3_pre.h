@@ -1,0 +1,87 @@
+/*
+ * ch3:smheap -- channel-private parts of ch3's VC, request, progress state and window.
+ * Included by ch3's mpidpre.h before the device types are complete.
+ */
+
+#ifndef MPIDI_CH3_PRE_H_INCLUDED
+#define MPIDI_CH3_PRE_H_INCLUDED
+
+#if defined(HAVE_PTHREAD_H)
+#include <pthread.h>
+#endif
+
+#define MPIDI_DEV_IMPLEMENTS_KVS
+
+/* All ranks of a job share one node and one shared region; ports, spawn and
+ * connect/accept would need a second path and are not offered. */
+#define MPIDI_CH3_HAS_NO_DYNAMIC_PROCESS
+
+typedef struct {
+    int dummy;                  /* no channel-private communicator state */
+} MPIDI_CH3I_CH_comm_t;
+
+struct smheap_ring;
+
+typedef struct MPIDI_CH3I_VC {
+    /* The two SPSC rings between this process and the VC's rank, in the node
+     * segment.  NULL for the self VC (ch3 handles self messages itself). */
+    struct smheap_ring *out_ring;
+    struct smheap_ring *in_ring;
+    unsigned out_tail;          /* cells we have published (private copy) */
+    unsigned out_head_seen;     /* last consumer position we read */
+    unsigned in_head;           /* cells we have consumed (private copy) */
+    unsigned in_tail_seen;      /* last producer position we read */
+    int peer_local_rank;
+
+    /* Sends that did not fit in the ring, in order; sendq_head is the active one.
+     * ch3 expects a field with this name in the channel part of the VC. */
+    struct MPIR_Request *sendq_head;
+    struct MPIR_Request *sendq_tail;
+    struct MPIDI_VC *pending_next;      /* on the list of VCs with queued sends */
+    int on_pending_list;
+    int terminate_when_drained;         /* Connection_terminate came with sends queued */
+
+    /* The receive in progress: a message whose data continues in later cells. */
+    struct MPIR_Request *recv_active;
+} MPIDI_CH3I_VC;
+
+#define MPIDI_CH3_VC_DECL struct MPIDI_CH3I_VC ch;
+
+struct MPIDI_CH3I_Request {
+    struct MPIDI_VC *vc;
+};
+
+#define MPIDI_CH3_REQUEST_DECL struct MPIDI_CH3I_Request ch;
+
+typedef struct MPIDI_CH3I_Progress_state {
+    int completion_count;
+} MPIDI_CH3I_Progress_state;
+
+#define MPIDI_CH3_PROGRESS_STATE_DECL MPIDI_CH3I_Progress_state ch;
+
+extern MPL_atomic_int_t MPIDI_CH3I_progress_completion_count;
+
+#define MPIDI_CH3I_INCR_PROGRESS_COMPLETION_COUNT \
+    MPL_atomic_fetch_add_int(&MPIDI_CH3I_progress_completion_count, 1)
+
+#if defined(MPICH_IS_THREADED)
+/* A thread that completes a request may have to wake another thread of this
+ * process that sleeps on our doorbell with the global lock released. */
+void MPIDI_CH3I_Progress_wakeup(void);
+#define MPIDI_CH3I_PROGRESS_WAKEUP MPIDI_CH3I_Progress_wakeup()
+#endif
+
+/* Shared-memory windows (the implementation is ch3:nemesis's, see Makefile.mk). */
+typedef pthread_mutex_t MPIDI_CH3I_SHM_MUTEX;
+
+#define MPIDI_CH3_WIN_DECL                                                              \
+    void *shm_base_addr;        /* base address of shared memory region */              \
+    MPI_Aint shm_segment_len;   /* size of shared memory region */                      \
+    MPL_shm_hnd_t shm_segment_handle; /* handle to shared memory region */              \
+    MPIDI_CH3I_SHM_MUTEX *shm_mutex;    /* lock for accumulate/atomic operations */     \
+    MPL_shm_hnd_t shm_mutex_segment_handle; /* handle to interprocess mutex memory */   \
+    void *info_shm_base_addr;   /* base address of shared memory for window info */     \
+    MPI_Aint info_shm_segment_len; /* size of shared memory for window info */          \
+    MPL_shm_hnd_t info_shm_segment_handle; /* handle to shared memory for window info */
+
+#endif /* MPIDI_CH3_PRE_H_INCLUDED */

@@ -1,0 +1,161 @@
+/*
+ * ch3:smheap -- channel initialization: check that the job fits on one node, set up the
+ * node segment and give every VC its pair of rings.
+ */
+
+#include "mpidi_ch3_impl.h"
+
+static int channel_initialized;
+
+/* Every rank of the job shares this node, so a "shared" split is a split by node
+ * topology (hwloc) of the whole communicator. */
+static int split_type(MPIR_Comm * comm_ptr, int stype, int key, MPIR_Info * info_ptr,
+                      MPIR_Comm ** newcomm_ptr)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Comm *dup_ptr = NULL;
+
+    mpi_errno = MPIR_Comm_split_impl(comm_ptr, stype == MPI_UNDEFINED ? MPI_UNDEFINED : 0,
+                                     key, &dup_ptr);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (stype == MPI_UNDEFINED) {
+        *newcomm_ptr = NULL;
+        goto fn_exit;
+    }
+
+    if (stype == MPI_COMM_TYPE_SHARED)
+        mpi_errno = MPIR_Comm_split_type_node_topo(dup_ptr, key, info_ptr, newcomm_ptr);
+    else if (stype == MPIX_COMM_TYPE_NEIGHBORHOOD)
+        mpi_errno = MPIR_Comm_split_type_neighborhood(dup_ptr, stype, key, info_ptr,
+                                                      newcomm_ptr);
+    else
+        mpi_errno = MPIR_Comm_split_type(dup_ptr, stype, key, info_ptr, newcomm_ptr);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    if (dup_ptr)
+        MPIR_Comm_free_impl(dup_ptr);
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static MPIR_Commops comm_fns = {
+    split_type
+};
+
+int MPIDI_CH3I_Shm_supported(void)
+{
+    return MPL_proc_mutex_enabled();
+}
+
+/* Each pair's packets travel through one FIFO ring, so they arrive in order. */
+static int rings_are_ordered(int *ordering)
+{
+    *ordering = 1;
+    return MPI_SUCCESS;
+}
+
+const MPIDI_CH3I_Smheap_netmod_ordering_t MPIDI_CH3I_Smheap_ordered_netmod = {
+    rings_are_ordered
+};
+
+static void attach_rings(MPIDI_VC_t * vc, int my_rank)
+{
+    int peer = vc->pg_rank;
+
+    vc->ch.peer_local_rank = peer;
+    vc->ch.out_ring = MPIDI_CH3I_Smheap_ring(peer, my_rank);
+    vc->ch.in_ring = MPIDI_CH3I_Smheap_ring(my_rank, peer);
+    vc->ch.out_tail = vc->ch.out_head_seen = 0;
+    vc->ch.in_head = vc->ch.in_tail_seen = 0;
+    /* ch3 sets vc->eager_max_msg_sz from MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE */
+}
+
+int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int i;
+
+    MPIR_FUNC_ENTER;
+
+    /* The rings and the shared heap only reach ranks on this node. */
+    MPIR_ERR_CHKANDJUMP1(MPIR_Process.num_nodes > 1, mpi_errno, MPI_ERR_OTHER,
+                         "**smheap_multinode", "**smheap_multinode %d",
+                         MPIR_Process.num_nodes);
+    MPIR_ERR_CHKANDJUMP1(has_parent, mpi_errno, MPI_ERR_OTHER, "**smheap_init",
+                         "**smheap_init %s", "spawned processes are not supported");
+    MPIR_Assert(MPIR_Process.local_size == pg_p->size && MPIR_Process.local_rank == pg_rank);
+
+    MPIR_Comm_fns = &comm_fns;
+
+    mpi_errno = MPIDI_CH3I_Smheap_queue_init(pg_p->size, pg_rank);
+    MPIR_ERR_CHECK(mpi_errno);
+    channel_initialized = 1;
+
+    mpi_errno = MPIDI_CH3I_Progress_init();
+    MPIR_ERR_CHECK(mpi_errno);
+
+    for (i = 0; i < pg_p->size; i++) {
+        mpi_errno = MPIDI_CH3_VC_Init(&pg_p->vct[i]);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+  fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Called once from MPIDI_PG_Create before MPIDI_CH3_Init (rings not there yet) and again
+ * from MPIDI_CH3_Init once they are. */
+int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
+{
+    vc->ch.out_ring = NULL;
+    vc->ch.in_ring = NULL;
+    vc->ch.sendq_head = NULL;
+    vc->ch.sendq_tail = NULL;
+    vc->ch.pending_next = NULL;
+    vc->ch.on_pending_list = FALSE;
+    vc->ch.terminate_when_drained = FALSE;
+    vc->ch.recv_active = NULL;
+    vc->ch.peer_local_rank = -1;
+
+    if (channel_initialized && vc->pg == MPIDI_Process.my_pg &&
+        vc->pg_rank != smheap_queue.my_rank)
+        attach_rings(vc, smheap_queue.my_rank);
+    return MPI_SUCCESS;
+}
+
+int MPIDI_CH3_VC_Destroy(MPIDI_VC_t * vc)
+{
+    MPL_UNREFERENCED_ARG(vc);
+    return MPI_SUCCESS;
+}
+
+int MPIDI_CH3_PG_Init(MPIDI_PG_t * pg)
+{
+    MPL_UNREFERENCED_ARG(pg);
+    return MPI_SUCCESS;
+}
+
+int MPIDI_CH3_PG_Destroy(MPIDI_PG_t * pg)
+{
+    MPL_UNREFERENCED_ARG(pg);
+    return MPI_SUCCESS;
+}
+
+int MPIDI_CH3_InitCompleted(void)
+{
+    return MPI_SUCCESS;
+}
+
+/* Nothing to publish: peers find us through the node segment. */
+int MPIDI_CH3_Get_business_card(int myRank, char *value, int length)
+{
+    MPL_UNREFERENCED_ARG(myRank);
+    if (length > 0)
+        value[0] = '\0';
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,228 @@
+/*
+ * ch3:smheap -- MPIDI_CH3_iStartMsg(v) and MPIDI_CH3_iSend(v): copy a packet and its
+ * data into the receiver's ring; what does not fit waits, in order, on the VC's send
+ * queue and is finished by the progress engine.
+ */
+
+#include "mpidi_ch3_impl.h"
+
+/* Copy as much of iov[0..*n_iov) as fits into free cells of vc's ring.  Advances *iov and
+ * *n_iov past what was copied (a partly copied entry is adjusted in place).  Returns
+ * TRUE when everything was copied. */
+int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
+{
+    struct iovec *v = *iov;
+    int n = *n_iov;
+    int published = 0;
+
+    while (n > 0) {
+        smheap_cell_t *cell;
+        size_t used = 0;
+
+        while (n > 0 && v->iov_len == 0) {
+            v++;
+            n--;
+        }
+        if (n == 0)
+            break;
+        cell = MPIDI_CH3I_Smheap_cell_reserve(vc);
+        if (cell == NULL)
+            break;
+        while (n > 0 && used < smheap_queue.cell_payload) {
+            size_t len = MPL_MIN(v->iov_len, smheap_queue.cell_payload - used);
+            MPIR_Memcpy(cell->payload + used, v->iov_base, len);
+            used += len;
+            v->iov_base = (char *) v->iov_base + len;
+            v->iov_len -= len;
+            if (v->iov_len == 0) {
+                v++;
+                n--;
+            }
+        }
+        MPIDI_CH3I_Smheap_cell_publish(vc, cell, used);
+        published = 1;
+    }
+    if (published)
+        MPIDI_CH3I_Smheap_doorbell_ring(vc->ch.peer_local_rank);
+
+    *iov = v;
+    *n_iov = n;
+    return n == 0;
+}
+
+/* Keep what is left of a send in sreq, copying the packet header into the request if it
+ * was not sent yet (the caller's header may live on its stack). */
+static void save_remainder(MPIR_Request * sreq, const struct iovec *iov, int n_iov,
+                           int header_unsent)
+{
+    int i;
+
+    for (i = 0; i < n_iov; i++)
+        sreq->dev.iov[i] = iov[i];
+    if (header_unsent) {
+        sreq->dev.pending_pkt = *(MPIDI_CH3_Pkt_t *) iov[0].iov_base;
+        sreq->dev.iov[0].iov_base = (void *) &sreq->dev.pending_pkt;
+    }
+    sreq->dev.iov_offset = 0;
+    sreq->dev.iov_count = n_iov;
+}
+
+/* A request's iov has been copied out: complete it, or let ch3 reload its iov (a
+ * noncontiguous or pipelined send) and keep going. */
+static int send_iov_done(MPIDI_VC_t * vc, MPIR_Request * sreq, int *complete)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int (*reqFn) (MPIDI_VC_t *, MPIR_Request *, int *) = sreq->dev.OnDataAvail;
+
+    if (!reqFn) {
+        MPIR_Assert(MPIDI_Request_get_type(sreq) != MPIDI_REQUEST_TYPE_GET_RESP);
+        mpi_errno = MPID_Request_complete(sreq);
+        *complete = TRUE;
+    } else {
+        mpi_errno = reqFn(vc, sreq, complete);
+        if (!*complete)
+            sreq->dev.iov_offset = 0;
+    }
+    return mpi_errno;
+}
+
+/* Drive one VC's send queue as far as its ring allows. */
+int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    while (!MPIDI_CH3I_Sendq_empty(vc)) {
+        MPIR_Request *sreq = vc->ch.sendq_head;
+        struct iovec *iov = &sreq->dev.iov[sreq->dev.iov_offset];
+        int n_iov = sreq->dev.iov_count;
+        int complete = FALSE;
+
+        if (!MPIDI_CH3I_Writev(vc, &iov, &n_iov)) {
+            sreq->dev.iov_offset = iov - sreq->dev.iov;
+            sreq->dev.iov_count = n_iov;
+            break;
+        }
+        mpi_errno = send_iov_done(vc, sreq, &complete);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (complete)
+            MPIDI_CH3I_Sendq_dequeue(vc);
+        /* else: OnDataAvail loaded the next part of the same message into the iov */
+    }
+
+    if (MPIDI_CH3I_Sendq_empty(vc) && vc->ch.terminate_when_drained) {
+        vc->ch.terminate_when_drained = FALSE;
+        mpi_errno = MPIDI_CH3U_Handle_connection(vc, MPIDI_VC_EVENT_TERMINATED);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_CH3_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, int n_iov)
+{
+    int mpi_errno = MPI_SUCCESS;
+    struct iovec local[MPL_IOV_LIMIT];
+    struct iovec *rest = local;
+    int n_rest = n_iov;
+    int i;
+
+    MPIR_FUNC_ENTER;
+    MPIR_Assert(n_iov <= MPL_IOV_LIMIT);
+    MPIR_Assert(iov[0].iov_len <= sizeof(MPIDI_CH3_Pkt_t));
+
+    /* The channel uses one fixed header size: the largest packet. */
+    for (i = 0; i < n_iov; i++)
+        local[i] = iov[i];
+    local[0].iov_len = sizeof(MPIDI_CH3_Pkt_t);
+    sreq->ch.vc = vc;
+
+    if (vc->state == MPIDI_VC_STATE_MORIBUND) {
+        MPIR_ERR_SET1(sreq->status.MPI_ERROR, MPIX_ERR_PROC_FAILED, "**comm_fail",
+                      "**comm_fail %d", vc->pg_rank);
+        mpi_errno = MPID_Request_complete(sreq);
+        goto fn_exit;
+    }
+
+    if (MPIDI_CH3I_Sendq_empty(vc) && MPIDI_CH3I_Writev(vc, &rest, &n_rest)) {
+        int complete = FALSE;
+        mpi_errno = send_iov_done(vc, sreq, &complete);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (complete)
+            goto fn_exit;
+        /* more of the same message: queue it behind nothing and push it now */
+        MPIDI_CH3I_Sendq_enqueue(vc, sreq);
+    } else {
+        save_remainder(sreq, rest, n_rest, rest == local);
+        MPIDI_CH3I_Sendq_enqueue(vc, sreq);
+    }
+    mpi_errno = MPIDI_CH3I_Send_progress_vc(vc);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_CH3_iSend(MPIDI_VC_t * vc, MPIR_Request * sreq, void *hdr, intptr_t hdr_sz)
+{
+    struct iovec iov = { hdr, hdr_sz };
+    return MPIDI_CH3_iSendv(vc, sreq, &iov, 1);
+}
+
+int MPIDI_CH3_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
+                         MPIR_Request ** sreq_ptr)
+{
+    int mpi_errno = MPI_SUCCESS;
+    struct iovec local[MPL_IOV_LIMIT];
+    struct iovec *rest = local;
+    int n_rest = n_iov;
+    MPIR_Request *sreq;
+    int i;
+
+    MPIR_FUNC_ENTER;
+    MPIR_Assert(n_iov <= MPL_IOV_LIMIT);
+    MPIR_Assert(iov[0].iov_len <= sizeof(MPIDI_CH3_Pkt_t));
+
+    for (i = 0; i < n_iov; i++)
+        local[i] = iov[i];
+    local[0].iov_len = sizeof(MPIDI_CH3_Pkt_t);
+    *sreq_ptr = NULL;
+
+    if (vc->state == MPIDI_VC_STATE_MORIBUND) {
+        sreq = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
+        MPIR_ERR_CHKANDJUMP(sreq == NULL, mpi_errno, MPI_ERR_OTHER, "**nomemreq");
+        MPIR_ERR_SET1(sreq->status.MPI_ERROR, MPIX_ERR_PROC_FAILED, "**comm_fail",
+                      "**comm_fail %d", vc->pg_rank);
+        *sreq_ptr = sreq;
+        goto fn_exit;
+    }
+
+    if (MPIDI_CH3I_Sendq_empty(vc) && MPIDI_CH3I_Writev(vc, &rest, &n_rest))
+        goto fn_exit;   /* all in the ring: no request needed */
+
+    sreq = MPIR_Request_create(MPIR_REQUEST_KIND__SEND);
+    MPIR_ERR_CHKANDJUMP(sreq == NULL, mpi_errno, MPI_ERR_OTHER, "**nomemreq");
+    MPIR_Object_set_ref(sreq, 2);       /* one for the caller, one until it is sent */
+    sreq->dev.OnDataAvail = NULL;
+    sreq->ch.vc = vc;
+    save_remainder(sreq, rest, n_rest, rest == local);
+    MPIDI_CH3I_Sendq_enqueue(vc, sreq);
+    *sreq_ptr = sreq;
+
+  fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_CH3_iStartMsg(MPIDI_VC_t * vc, void *hdr, intptr_t hdr_sz, MPIR_Request ** sreq_ptr)
+{
+    struct iovec iov = { hdr, hdr_sz };
+    return MPIDI_CH3_iStartMsgv(vc, &iov, 1, sreq_ptr);
+}

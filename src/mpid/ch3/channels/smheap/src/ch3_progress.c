@@ -1,0 +1,413 @@
+/*
+ * ch3:smheap -- the progress engine: drain the inbox rings into ch3's packet handlers,
+ * push queued sends, and, when there is nothing to do, spin briefly and then sleep on the
+ * rank's doorbell so that jobs with more ranks than cores do not starve each other.
+ */
+
+#include "mpidi_ch3_impl.h"
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS
+      category    : CH3
+      type        : int
+      default     : 2000
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        ch3:smheap: how many times a rank waiting for a message polls its inbox
+        before it starts yielding the CPU.  Larger values lower latency when every
+        rank has a core of its own; smaller values help jobs with more ranks than cores.
+
+    - name        : MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS
+      category    : CH3
+      type        : int
+      default     : 20
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        ch3:smheap: after spinning, how many times a waiting rank yields the CPU
+        (sched_yield) between polls before it sleeps until a peer wakes it.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+#define PKTARRAY_SIZE (MPIDI_CH3_PKT_END_ALL + 1)
+static MPIDI_CH3_PktHandler_Fcn *pktArray[PKTARRAY_SIZE];
+
+MPL_atomic_int_t MPIDI_CH3I_progress_completion_count = MPL_ATOMIC_INT_T_INITIALIZER(0);
+
+#ifdef MPICH_IS_THREADED
+volatile int MPIDI_CH3I_progress_blocked = FALSE;
+volatile int MPIDI_CH3I_progress_wakeup_signalled = FALSE;
+#endif
+
+static MPIDI_VC_t **peer_vcs;   /* [nranks], NULL for ourselves */
+static MPIDI_VC_t *pending_vcs; /* VCs whose send queue is not empty */
+static int recv_nesting;        /* a packet handler re-entered progress */
+static int next_peer;           /* round-robin start of the inbox scan */
+
+MPIR_T_PVAR_ULONG2_COUNTER_DECL(CH3, smheap_sleeps);
+MPIR_T_PVAR_ULONG2_COUNTER_DECL(CH3, smheap_cells_received);
+
+/* ------------------------------------------------------------------------------------ */
+/* Receiving                                                                            */
+
+/* Feed the bytes of one cell to ch3: a cell starts either a new message (a packet
+ * header, then perhaps data) or continues vc's active receive. */
+static int handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_CH3I_VC *ch = &vc->ch;
+
+    while (buflen > 0) {
+        MPIR_Request *rreq = ch->recv_active;
+        int complete = FALSE;
+
+        if (rreq == NULL) {
+            MPIDI_CH3_Pkt_t *pkt = (MPIDI_CH3_Pkt_t *) buf;
+            intptr_t len;
+
+            /* senders start every message at a cell boundary */
+            MPIR_Assert(buflen >= (intptr_t) sizeof(MPIDI_CH3_Pkt_t));
+            MPIR_Assert(pkt->type >= 0 && pkt->type < MPIDI_CH3_PKT_END_ALL);
+            buf += sizeof(MPIDI_CH3_Pkt_t);
+            buflen -= sizeof(MPIDI_CH3_Pkt_t);
+            len = buflen;
+            mpi_errno = pktArray[pkt->type] (vc, pkt, buf, &len, &rreq);
+            MPIR_ERR_CHECK(mpi_errno);
+            buf += len;
+            buflen -= len;
+            if (rreq == NULL)
+                continue;
+            rreq->dev.iov_offset = 0;
+            ch->recv_active = rreq;
+            if (buflen == 0)
+                break;
+        }
+
+        /* copy into the receive request's iov */
+        while (buflen > 0 && rreq->dev.iov_count > 0) {
+            struct iovec *iov = &rreq->dev.iov[rreq->dev.iov_offset];
+            size_t len = MPL_MIN(iov->iov_len, (size_t) buflen);
+            if (!rreq->dev.drop_data)
+                MPIR_Memcpy(iov->iov_base, buf, len);
+            buf += len;
+            buflen -= len;
+            iov->iov_base = (char *) iov->iov_base + len;
+            iov->iov_len -= len;
+            if (iov->iov_len == 0) {
+                rreq->dev.iov_offset++;
+                rreq->dev.iov_count--;
+            }
+        }
+        if (rreq->dev.iov_count > 0)
+            break;      /* the rest arrives in later cells */
+
+        /* the iov is full: complete the request or let ch3 reload the iov */
+        if (rreq->dev.OnDataAvail == NULL) {
+            mpi_errno = MPID_Request_complete(rreq);
+            complete = TRUE;
+        } else {
+            mpi_errno = rreq->dev.OnDataAvail(vc, rreq, &complete);
+        }
+        MPIR_ERR_CHECK(mpi_errno);
+        if (complete)
+            ch->recv_active = NULL;
+        else
+            rreq->dev.iov_offset = 0;
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Consume up to a few cells from every inbound ring. */
+static int poll_inbox(int *made_progress)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int nranks = smheap_queue.nranks;
+    int i;
+
+    if (recv_nesting)
+        goto fn_exit;
+    recv_nesting = 1;
+
+    for (i = 0; i < nranks; i++) {
+        int peer = (next_peer + i) % nranks;
+        MPIDI_VC_t *vc = peer_vcs[peer];
+        int budget = smheap_queue.ring_cells;
+        smheap_cell_t *cell;
+
+        if (vc == NULL)
+            continue;
+        while (budget-- > 0 && (cell = MPIDI_CH3I_Smheap_cell_peek(vc)) != NULL) {
+            mpi_errno = handle_cell(vc, cell->payload, cell->len);
+            MPIDI_CH3I_Smheap_cell_release(vc);
+            MPIR_ERR_CHECK(mpi_errno);
+            MPIR_T_PVAR_COUNTER_INC(CH3, smheap_cells_received, 1);
+            *made_progress = TRUE;
+        }
+        /* the sender may be waiting for the room we just made */
+        if (budget < (int) smheap_queue.ring_cells - 1)
+            MPIDI_CH3I_Smheap_doorbell_ring(peer);
+    }
+    next_peer = (next_peer + 1) % nranks;
+
+  fn_exit:
+    recv_nesting = 0;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Sending                                                                              */
+
+void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc)
+{
+    if (!vc->ch.on_pending_list) {
+        vc->ch.on_pending_list = TRUE;
+        vc->ch.pending_next = pending_vcs;
+        pending_vcs = vc;
+    }
+}
+
+static int push_pending_sends(int *made_progress)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_VC_t **link = &pending_vcs;
+
+    while (*link) {
+        MPIDI_VC_t *vc = *link;
+        unsigned before = vc->ch.out_tail;
+
+        mpi_errno = MPIDI_CH3I_Send_progress_vc(vc);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (vc->ch.out_tail != before)
+            *made_progress = TRUE;
+        if (MPIDI_CH3I_Sendq_empty(vc)) {
+            *link = vc->ch.pending_next;
+            vc->ch.on_pending_list = FALSE;
+        } else {
+            link = &vc->ch.pending_next;
+        }
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int poll_once(int *made_progress)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int hook_progress = FALSE;
+
+    mpi_errno = poll_inbox(made_progress);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (pending_vcs) {
+        mpi_errno = push_pending_sends(made_progress);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    mpi_errno = MPIR_Progress_hook_exec_all(&hook_progress);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (hook_progress) {
+        *made_progress = TRUE;
+        MPIDI_CH3_Progress_signal_completion();
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Waiting                                                                              */
+
+static int completed_since(MPID_Progress_state * state)
+{
+    int now = MPL_atomic_acquire_load_int(&MPIDI_CH3I_progress_completion_count);
+    if (now != state->ch.completion_count) {
+        state->ch.completion_count = now;
+        return TRUE;
+    }
+    return FALSE;
+}
+
+static void release_cpu(void)
+{
+#ifdef MPICH_IS_THREADED
+    MPIR_THREAD_CHECK_BEGIN;
+    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    MPIR_THREAD_CHECK_END;
+#endif
+}
+
+static void reacquire_cpu(void)
+{
+#ifdef MPICH_IS_THREADED
+    MPIR_THREAD_CHECK_BEGIN;
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    MPIR_THREAD_CHECK_END;
+#endif
+}
+
+/* Nothing to do for a while: announce ourselves as a sleeper, look once more (a peer
+ * that published work before seeing us will not ring), then sleep on the doorbell. */
+static int sleep_until_rung(MPID_Progress_state * state, int *made_progress)
+{
+    int mpi_errno = MPI_SUCCESS;
+    smheap_doorbell_t *bell = &smheap_queue.bells[smheap_queue.my_rank];
+    int seq = MPL_atomic_acquire_load_int(&bell->seq);
+    int err;
+
+    MPL_atomic_fetch_add_int(&bell->sleepers, 1);
+    mpi_errno = poll_once(made_progress);
+    if (mpi_errno == MPI_SUCCESS && !*made_progress && !completed_since(state)) {
+        MPIR_T_PVAR_COUNTER_INC(CH3, smheap_sleeps, 1);
+        release_cpu();
+        err = MPIDI_CH3I_Smheap_doorbell_sleep(seq);
+        reacquire_cpu();
+        if (err)
+            MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_futex", "**smheap_futex %s",
+                          strerror(err));
+    }
+    MPL_atomic_fetch_sub_int(&bell->sleepers, 1);
+    return mpi_errno;
+}
+
+int MPIDI_CH3I_Progress(MPID_Progress_state * state, int blocking)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int idle = 0;
+    int spin = MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS;
+    int yield = spin + MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS;
+
+    MPIR_FUNC_ENTER;
+    MPIR_Assert(!blocking || state != NULL);
+
+    for (;;) {
+        int made_progress = FALSE;
+
+        mpi_errno = poll_once(&made_progress);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (!blocking || completed_since(state))
+            break;
+        if (made_progress) {
+            idle = 0;
+            continue;
+        }
+
+        if (++idle < spin) {
+#ifdef MPICH_IS_THREADED
+            /* let the application's other threads into MPI now and then */
+            if ((idle & 63) == 0)
+                MPID_THREAD_CS_YIELD(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+#endif
+            MPL_atomic_compiler_barrier();
+        } else if (idle < yield) {
+            release_cpu();
+            MPL_sched_yield();
+            reacquire_cpu();
+        } else {
+            mpi_errno = sleep_until_rung(state, &made_progress);
+            MPIR_ERR_CHECK(mpi_errno);
+            idle = made_progress ? 0 : spin;   /* after a wake-up, poll then sleep again */
+        }
+    }
+
+  fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+#ifdef MPICH_IS_THREADED
+/* A request completed in this process: a thread of ours may be asleep on the doorbell
+ * waiting for exactly that. */
+void MPIDI_CH3I_Progress_wakeup(void)
+{
+    if (smheap_queue.bells)
+        MPIDI_CH3I_Smheap_doorbell_ring(smheap_queue.my_rank);
+}
+#endif
+
+/* ------------------------------------------------------------------------------------ */
+/* Set-up and connection teardown                                                       */
+
+int MPIDI_CH3I_Progress_init(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PG_t *pg = MPIDI_Process.my_pg;
+    int i;
+
+    MPIR_FUNC_ENTER;
+
+    MPIR_ERR_CHKANDJUMP(PKTARRAY_SIZE <= MPIDI_CH3_PKT_END_ALL, mpi_errno, MPI_ERR_INTERN,
+                        "**ch3|pktarraytoosmall");
+    mpi_errno = MPIDI_CH3_PktHandler_Init(pktArray, PKTARRAY_SIZE);
+    MPIR_ERR_CHECK(mpi_errno);
+
+    peer_vcs = MPL_calloc(smheap_queue.nranks, sizeof(MPIDI_VC_t *), MPL_MEM_ADDRESS);
+    MPIR_ERR_CHKANDJUMP(peer_vcs == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    for (i = 0; i < smheap_queue.nranks; i++)
+        if (i != smheap_queue.my_rank)
+            peer_vcs[i] = &pg->vct[i];
+
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(CH3, MPI_UNSIGNED_LONG_LONG, smheap_sleeps,
+                                        MPI_T_VERBOSITY_USER_DETAIL, MPI_T_BIND_NO_OBJECT,
+                                        (MPIR_T_PVAR_FLAG_READONLY |
+                                         MPIR_T_PVAR_FLAG_CONTINUOUS), "CH3",
+                                        "times this rank slept on its doorbell");
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(CH3, MPI_UNSIGNED_LONG_LONG, smheap_cells_received,
+                                        MPI_T_VERBOSITY_USER_DETAIL, MPI_T_BIND_NO_OBJECT,
+                                        (MPIR_T_PVAR_FLAG_READONLY |
+                                         MPIR_T_PVAR_FLAG_CONTINUOUS), "CH3",
+                                        "ring cells this rank received");
+
+  fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_CH3I_Progress_finalize(void)
+{
+    MPL_free(peer_vcs);
+    peer_vcs = NULL;
+    pending_vcs = NULL;
+    return MPI_SUCCESS;
+}
+
+int MPIDI_CH3_Connection_terminate(MPIDI_VC_t * vc)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    MPIR_FUNC_ENTER;
+
+    if (vc->state == MPIDI_VC_STATE_MORIBUND || vc->state == MPIDI_VC_STATE_INACTIVE_CLOSED)
+        goto fn_exit;
+
+    if (MPIDI_CH3I_Sendq_empty(vc))
+        mpi_errno = MPIDI_CH3U_Handle_connection(vc, MPIDI_VC_EVENT_TERMINATED);
+    else
+        vc->ch.terminate_when_drained = TRUE;   /* finished by MPIDI_CH3I_Send_progress_vc */
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
