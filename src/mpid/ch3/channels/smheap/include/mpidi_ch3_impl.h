@@ -9,6 +9,10 @@
 #include "utlist.h"
 #include "smheap_queue.h"
 
+/* The channel's MPI_T performance variables say which paths ran; they are always on
+ * (MPICH gates each pvar module on ENABLE_PVAR_<module>). */
+#define ENABLE_PVAR_SMHEAP 1
+
 /* Progress engine (ch3_progress.c) */
 int MPIDI_CH3I_Progress_init(void);
 int MPIDI_CH3I_Progress_finalize(void);
@@ -22,9 +26,9 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov);
 
 static inline void MPIDI_CH3I_Sendq_enqueue(MPIDI_VC_t * vc, MPIR_Request * sreq)
 {
-    sreq->dev.next = NULL;
+    sreq->next = NULL;
     if (vc->ch.sendq_tail)
-        vc->ch.sendq_tail->dev.next = sreq;
+        vc->ch.sendq_tail->next = sreq;
     else
         vc->ch.sendq_head = sreq;
     vc->ch.sendq_tail = sreq;
@@ -34,7 +38,7 @@ static inline void MPIDI_CH3I_Sendq_enqueue(MPIDI_VC_t * vc, MPIR_Request * sreq
 static inline MPIR_Request *MPIDI_CH3I_Sendq_dequeue(MPIDI_VC_t * vc)
 {
     MPIR_Request *sreq = vc->ch.sendq_head;
-    vc->ch.sendq_head = sreq->dev.next;
+    vc->ch.sendq_head = sreq->next;
     if (vc->ch.sendq_head == NULL)
         vc->ch.sendq_tail = NULL;
     return sreq;

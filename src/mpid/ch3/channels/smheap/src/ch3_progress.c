@@ -51,8 +51,8 @@ static MPIDI_VC_t *pending_vcs; /* VCs whose send queue is not empty */
 static int recv_nesting;        /* a packet handler re-entered progress */
 static int next_peer;           /* round-robin start of the inbox scan */
 
-MPIR_T_PVAR_ULONG2_COUNTER_DECL(CH3, smheap_sleeps);
-MPIR_T_PVAR_ULONG2_COUNTER_DECL(CH3, smheap_cells_received);
+static unsigned long long PVAR_COUNTER_smheap_sleeps;
+static unsigned long long PVAR_COUNTER_smheap_cells_received;
 
 /* ------------------------------------------------------------------------------------ */
 /* Receiving                                                                            */
@@ -145,13 +145,15 @@ static int poll_inbox(int *made_progress)
         int budget = smheap_queue.ring_cells;
         smheap_cell_t *cell;
 
-        if (vc == NULL)
+        if (vc == NULL || (cell = MPIDI_CH3I_Smheap_cell_peek(vc)) == NULL)
             continue;
-        while (budget-- > 0 && (cell = MPIDI_CH3I_Smheap_cell_peek(vc)) != NULL) {
+        /* a peer that never spoke to us has an inactive VC; ch3 expects it active */
+        MPIDI_PG_Get_vc_set_active(MPIDI_Process.my_pg, peer, &vc);
+        for (; cell != NULL && budget-- > 0; cell = MPIDI_CH3I_Smheap_cell_peek(vc)) {
             mpi_errno = handle_cell(vc, cell->payload, cell->len);
             MPIDI_CH3I_Smheap_cell_release(vc);
             MPIR_ERR_CHECK(mpi_errno);
-            MPIR_T_PVAR_COUNTER_INC(CH3, smheap_cells_received, 1);
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_cells_received, 1);
             *made_progress = TRUE;
         }
         /* the sender may be waiting for the room we just made */
@@ -273,7 +275,7 @@ static int sleep_until_rung(MPID_Progress_state * state, int *made_progress)
     MPL_atomic_fetch_add_int(&bell->sleepers, 1);
     mpi_errno = poll_once(made_progress);
     if (mpi_errno == MPI_SUCCESS && !*made_progress && !completed_since(state)) {
-        MPIR_T_PVAR_COUNTER_INC(CH3, smheap_sleeps, 1);
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_sleeps, 1);
         release_cpu();
         err = MPIDI_CH3I_Smheap_doorbell_sleep(seq);
         reacquire_cpu();
@@ -364,12 +366,12 @@ int MPIDI_CH3I_Progress_init(void)
         if (i != smheap_queue.my_rank)
             peer_vcs[i] = &pg->vct[i];
 
-    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(CH3, MPI_UNSIGNED_LONG_LONG, smheap_sleeps,
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_sleeps,
                                         MPI_T_VERBOSITY_USER_DETAIL, MPI_T_BIND_NO_OBJECT,
                                         (MPIR_T_PVAR_FLAG_READONLY |
                                          MPIR_T_PVAR_FLAG_CONTINUOUS), "CH3",
                                         "times this rank slept on its doorbell");
-    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(CH3, MPI_UNSIGNED_LONG_LONG, smheap_cells_received,
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_cells_received,
                                         MPI_T_VERBOSITY_USER_DETAIL, MPI_T_BIND_NO_OBJECT,
                                         (MPIR_T_PVAR_FLAG_READONLY |
                                          MPIR_T_PVAR_FLAG_CONTINUOUS), "CH3",
