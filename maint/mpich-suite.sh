@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Run MPICH's own test/mpi suite (from the same MPICH source) against an installed MPICH.
+#
+#   maint/mpich-suite.sh [--install DIR] [--out DIR] [--dirs "attr coll ..."|ci|all]
+#                        [--expected FILE]
+#
+# --install  the MPICH to test (default build/install, i.e. ch3:smheap)
+# --dirs     which testlist directories: "ci" (the CI subset, default), "all" (every
+#            directory of test/mpi/testlist), or an explicit list
+# --expected a file of tests expected to fail ("dir/test nprocs  reason"); such failures
+#            are reported but not counted as failures
+# Writes DIR/summary.tap, DIR/summary.txt (one line per test) and prints
+# "N passed, N failed"; exits non-zero if any unexpected failure.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/maint/config.sh"
+
+prefix="$BUILD_DIR/install"
+out=""
+dirs=ci
+expected=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --install) prefix=$(cd "$2" && pwd); shift ;;
+        --out) out=$2; shift ;;
+        --dirs) dirs=$2; shift ;;
+        --expected) expected=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        *) echo "mpich-suite.sh: unknown option '$1'" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+src="$BUILD_DIR/mpich-$MPICH_VERSION"
+[ -x "$prefix/bin/mpiexec" ] || { echo "mpich-suite.sh: no MPICH in $prefix (run maint/build.sh)" >&2; exit 2; }
+[ -d "$src/test/mpi" ] || { echo "mpich-suite.sh: no MPICH source in $src (run maint/build.sh)" >&2; exit 2; }
+
+device=$("$prefix/bin/mpichversion" | sed -n 's/^MPICH Device:[[:space:]]*//p' | tr ':' '-')
+obj="$BUILD_DIR/tests/mpich-$device"
+out=${out:-$BUILD_DIR/results/mpich-$device}
+mkdir -p "$obj" "$out"
+out=$(cd "$out" && pwd)
+
+if [ ! -f "$obj/Makefile" ] || [ "$obj/.prefix" != "" ] && [ "$(cat "$obj/.prefix" 2>/dev/null)" != "$prefix" ]; then
+    echo "== configuring MPICH's test/mpi against $prefix"
+    rm -rf "$obj" && mkdir -p "$obj"
+    (cd "$obj" && "$src/test/mpi/configure" --with-mpi="$prefix" --disable-fortran --disable-cxx \
+        --enable-threads=multiple > configure.log 2>&1) || { tail -20 "$obj/configure.log"; exit 2; }
+    echo "$prefix" > "$obj/.prefix"
+fi
+
+case "$dirs" in
+    ci) dirs="attr coll comm datatype errhan group info init pt2pt topo" ;;
+    all) dirs=$(grep -v '^#' "$obj/testlist" | grep -v '^ *$' | tr '\n' ' ') ;;
+esac
+# The helper library every test links with.
+(cd "$obj/util" && make -s > /dev/null 2>&1) || { echo "cannot build test/mpi/util" >&2; exit 2; }
+
+echo "== MPICH test/mpi ($dirs) against $prefix"
+start=$(date +%s)
+(cd "$obj" && MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-180} ./runtests -srcdir="$src/test/mpi" \
+    -tests=testlist -testdirs="$(echo $dirs | tr ' ' ',')" -mpiexec="$prefix/bin/mpiexec" \
+    -tapfile="$out/summary.tap" -xmlfile="$out/summary.xml" > "$out/runtests.log" 2>&1)
+end=$(date +%s)
+
+# One line per test: "ok|not ok - ./dir/test nprocs seconds", as in the nemesis baseline.
+awk '/^(ok|not ok) /{line=$0; sub(/ *#.*/,"",line)}
+     /^  ---/{inyaml=1} /^  \.\.\./{inyaml=0}
+     /^(ok|not ok) /{print line}' "$out/summary.tap" > "$out/summary.txt"
+
+passed=0; failed=0; xfailed=0
+while read -r line; do
+    case "$line" in
+        "ok "*) passed=$((passed + 1)) ;;
+        "not ok"*)
+            t=$(echo "$line" | sed -E 's/^not ok +[0-9]* *- *\.\/([^ ]+) ([0-9]+).*/\1 \2/')
+            if [ -n "$expected" ] && grep -qE "^${t}([[:space:]]|$)" "$expected"; then
+                xfailed=$((xfailed + 1)); echo "expected failure: $t"
+            else
+                failed=$((failed + 1)); echo "FAIL: $t"
+            fi ;;
+    esac
+done < "$out/summary.txt"
+echo "MPICH test/mpi on $device: $passed passed, $failed failed, $xfailed expected failures, $(( (end - start) / 60 )) min" | tee "$out/totals.txt"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
