@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build MPICH 4.0.2 with the ch3:smheap channel grafted in, and install it to build/install.
 #
-#   maint/build.sh              build (or incrementally rebuild) ch3:smheap
-#   maint/build.sh --nemesis    also build the reference ch3:nemesis from the same source and
+#   maint/setup.sh              build (or incrementally rebuild) ch3:smheap
+#   maint/setup.sh --nemesis    also build the reference ch3:nemesis from the same source and
 #                               flags into build/nemesis/install
 #
 # The MPICH source tree (build/mpich-4.0.2) is generated: unpacked from Debian's orig tarball,
@@ -18,7 +18,7 @@ for arg in "$@"; do
     case "$arg" in
         --nemesis) with_nemesis=yes ;;
         -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-        *) echo "build.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+        *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
     esac
 done
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Run MPICH's own test/mpi suite (from the same MPICH source) against an installed MPICH.
+# Run MPICH's own test/mpi suite (from the same MPICH source), or with --project the
+# project's tests in test/mpi, through MPICH's runtests against an installed MPICH.
 #
-#   maint/mpich-suite.sh [--install DIR] [--out DIR] [--dirs "attr coll ..."|ci|all]
-#                        [--expected FILE]
+#   maint/run-suite.sh [--install DIR] [--out DIR] [--dirs "attr coll ..."|ci|all]
+#                        [--expected FILE] [--project]
 #
 # --install  the MPICH to test (default build/install, i.e. ch3:smheap)
 # --dirs     which testlist directories: "ci" (the CI subset, default), "all" (every
@@ -19,25 +20,29 @@ prefix="$BUILD_DIR/install"
 out=""
 dirs=ci
 expected=""
+project=no
 while [ $# -gt 0 ]; do
     case "$1" in
         --install) prefix=$(cd "$2" && pwd); shift ;;
         --out) out=$2; shift ;;
         --dirs) dirs=$2; shift ;;
         --expected) expected=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift ;;
+        --project) project=yes ;;
         -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
-        *) echo "mpich-suite.sh: unknown option '$1'" >&2; exit 2 ;;
+        *) echo "run-suite.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
     shift
 done
 
 src="$BUILD_DIR/mpich-$MPICH_VERSION"
-[ -x "$prefix/bin/mpiexec" ] || { echo "mpich-suite.sh: no MPICH in $prefix (run maint/build.sh)" >&2; exit 2; }
-[ -d "$src/test/mpi" ] || { echo "mpich-suite.sh: no MPICH source in $src (run maint/build.sh)" >&2; exit 2; }
+[ -x "$prefix/bin/mpiexec" ] || { echo "run-suite.sh: no MPICH in $prefix (run maint/setup.sh)" >&2; exit 2; }
+[ -d "$src/test/mpi" ] || { echo "run-suite.sh: no MPICH source in $src (run maint/setup.sh)" >&2; exit 2; }
 
 device=$("$prefix/bin/mpichversion" | sed -n 's/^MPICH Device:[[:space:]]*//p' | tr ':' '-')
 obj="$BUILD_DIR/tests/mpich-$device"
-out=${out:-$BUILD_DIR/results/mpich-$device}
+suite=mpich
+[ "$project" = yes ] && suite=project
+out=${out:-$BUILD_DIR/results/$suite-$device}
 mkdir -p "$obj" "$out"
 out=$(cd "$out" && pwd)
 
@@ -49,16 +54,28 @@ if [ ! -f "$obj/Makefile" ] || [ "$obj/.prefix" != "" ] && [ "$(cat "$obj/.prefi
     echo "$prefix" > "$obj/.prefix"
 fi
 
+runtests="$obj/runtests"
+testsrc="$src/test/mpi"
+if [ "$project" = yes ]; then
+    # The project's tests run in a scratch copy, built with the MPICH under test.
+    testsrc="$top/test/mpi"
+    rundir="$BUILD_DIR/tests/project-$device"
+    rm -rf "$rundir" && mkdir -p "$rundir" && cp -r "$testsrc"/. "$rundir"/
+    export MPICC="$prefix/bin/mpicc"
+    [ "$dirs" = ci ] && dirs=all
+else
+    rundir="$obj"
+    # The helper library every MPICH test links with.
+    (cd "$obj/util" && make -s > /dev/null 2>&1) || { echo "cannot build test/mpi/util" >&2; exit 2; }
+fi
 case "$dirs" in
     ci) dirs="attr coll comm datatype errhan group info init pt2pt topo" ;;
-    all) dirs=$(grep -v '^#' "$obj/testlist" | grep -v '^ *$' | tr '\n' ' ') ;;
+    all) dirs=$(grep -v '^#' "$rundir/testlist" | grep -v '^ *$' | tr '\n' ' ') ;;
 esac
-# The helper library every test links with.
-(cd "$obj/util" && make -s > /dev/null 2>&1) || { echo "cannot build test/mpi/util" >&2; exit 2; }
 
-echo "== MPICH test/mpi ($dirs) against $prefix"
+echo "== $suite test/mpi ($dirs) against $prefix"
 start=$(date +%s)
-(cd "$obj" && MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-180} ./runtests -srcdir="$src/test/mpi" \
+(cd "$rundir" && MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-180} "$runtests" -srcdir="$testsrc" \
     -tests=testlist -testdirs="$(echo $dirs | tr ' ' ',')" -mpiexec="$prefix/bin/mpiexec" \
     -tapfile="$out/summary.tap" -xmlfile="$out/summary.xml" > "$out/runtests.log" 2>&1)
 end=$(date +%s)
@@ -81,6 +98,6 @@ while read -r line; do
             fi ;;
     esac
 done < "$out/summary.txt"
-echo "MPICH test/mpi on $device: $passed passed, $failed failed, $xfailed expected failures, $(( (end - start) / 60 )) min" | tee "$out/totals.txt"
+echo "$suite test/mpi on $device: $passed passed, $failed failed, $xfailed expected failures, $(( (end - start) / 60 )) min" | tee "$out/totals.txt"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The project's test command (README): everything runs against build/install.
+#   1. unit tests (the project's standalone libraries; none until the heap lands)
+#   2. checks of the installed MPICH from the outside (device, singleton, multi-node refusal)
+#   3. the project's MPI tests (test/mpi) through MPICH's runtests
+#   4. a CI-sized subset of MPICH's own test/mpi
+# Ends with "N passed, N failed" and exits non-zero on any failure.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/maint/config.sh"
+
+prefix="$BUILD_DIR/install"
+bin="$prefix/bin"
+log="$BUILD_DIR/results/checks"
+mkdir -p "$log"
+passed=0
+failed=0
+
+check() {   # name command...: one pass/fail line per check, output kept in $log/name.log
+    local name=$1; shift
+    if "$@" > "$log/$name.log" 2>&1; then
+        passed=$((passed + 1)); echo "ok - $name"
+    else
+        failed=$((failed + 1)); echo "not ok - $name (see $log/$name.log)"
+        tail -5 "$log/$name.log" | sed 's/^/    /'
+    fi
+}
+
+add_counts() {  # fold a sub-run's "N passed, N failed" line into ours
+    local line
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" | tail -1)
+    if [ -z "$line" ]; then failed=$((failed + 1)); echo "not ok - $1 printed no totals"; return; fi
+    passed=$((passed + $(echo "$line" | cut -d' ' -f1)))
+    failed=$((failed + $(echo "$line" | cut -d' ' -f3)))
+}
+
+[ -x "$bin/mpiexec" ] || { echo "no build in $prefix: run maint/setup.sh first" >&2; echo "0 passed, 1 failed"; exit 1; }
+
+echo "== 1. unit tests"
+if [ -f "$top/Makefile.am" ] && [ -x "$BUILD_DIR/project/config.status" ]; then
+    (cd "$BUILD_DIR/project" && make -s check > "$log/unit.log" 2>&1)
+    grep -E '^(PASS|FAIL|XFAIL|ERROR):' "$log/unit.log"
+    passed=$((passed + $(grep -c '^PASS:' "$log/unit.log")))
+    failed=$((failed + $(grep -c -E '^(FAIL|ERROR):' "$log/unit.log")))
+else
+    echo "(no unit tests in this tree yet)"
+fi
+
+echo "== 2. checks of the installed MPICH"
+work="$BUILD_DIR/tests/checks"
+mkdir -p "$work"
+"$bin/mpicc" -o "$work/ring" "$top/test/mpi/pt2pt/ring.c" || failed=$((failed + 1))
+
+device_is_smheap() { "$bin/mpichversion" | grep 'MPICH Device:.*ch3:smheap'; }
+singleton_without_mpiexec() { timeout 60 "$work/ring" | grep 'No Errors'; }
+multinode_refused() {
+    # Two "hosts" launched locally by fork: MPI_Init must refuse, naming the cause and the fix.
+    local out
+    out=$(timeout 60 "$bin/mpiexec" -launcher fork -hosts nodeA,nodeB -n 2 "$work/ring" 2>&1)
+    echo "$out"
+    echo "$out" | grep -q 'serves the ranks of one node only, but this job spans 2 nodes' &&
+        echo "$out" | grep -q 'ch3:nemesis'
+}
+no_shm_leftovers_after_kill() {
+    # Jobs killed with SIGKILL mid-run leave nothing in /dev/shm.
+    local before after i
+    before=$(ls /dev/shm | wc -l)
+    for i in 1 2 3; do
+        timeout -s KILL 1 "$bin/mpiexec" -n 4 "$work/spin" > /dev/null 2>&1
+    done
+    sleep 1
+    after=$(ls /dev/shm | wc -l)
+    echo "/dev/shm entries: $before before, $after after"; ls /dev/shm
+    [ "$after" -le "$before" ]
+}
+cat > "$work/spin.c" <<'SPIN'
+#include <mpi.h>
+int main(int argc, char **argv)
+{   /* initialized ranks that exchange messages until killed */
+    int rank, size, x = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (;;)
+        MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+}
+SPIN
+"$bin/mpicc" -o "$work/spin" "$work/spin.c" || failed=$((failed + 1))
+
+check device-is-smheap device_is_smheap
+check singleton-without-mpiexec singleton_without_mpiexec
+check multinode-refused multinode_refused
+check no-shm-leftovers-after-kill no_shm_leftovers_after_kill
+
+echo "== 3. the project's MPI tests"
+"$top/maint/run-suite.sh" --project --install "$prefix" | tee "$log/project.log"
+add_counts "$log/project.log"
+
+echo "== 4. MPICH's test/mpi, CI subset"
+"$top/maint/run-suite.sh" --dirs ci --install "$prefix" \
+    --expected "$top/test/mpi/expected-failures-smheap.txt" | tee "$log/mpich.log"
+add_counts "$log/mpich.log"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
