@@ -16,6 +16,8 @@ noinst_HEADERS +=                                          \
     src/mpid/ch3/channels/smheap/include/mpidi_ch3_post.h  \
     src/mpid/ch3/channels/smheap/include/mpidi_ch3_impl.h  \
     src/mpid/ch3/channels/smheap/include/smheap_queue.h    \
+    src/mpid/ch3/channels/smheap/include/smheap_ring.h     \
+    src/mpid/ch3/channels/smheap/include/smheap_doorbell.h \
     src/mpid/ch3/channels/smheap/include/mpid_nem_impl.h
 
 mpi_core_sources +=                                        \
@@ -23,7 +25,8 @@ mpi_core_sources +=                                        \
     src/mpid/ch3/channels/smheap/src/ch3_finalize.c        \
     src/mpid/ch3/channels/smheap/src/ch3_isend.c           \
     src/mpid/ch3/channels/smheap/src/ch3_progress.c        \
-    src/mpid/ch3/channels/smheap/src/smheap_queue.c
+    src/mpid/ch3/channels/smheap/src/smheap_queue.c       \
+    src/mpid/ch3/channels/smheap/src/smheap_doorbell.c
 
 # Shared-memory windows: ch3:nemesis's implementation is channel-neutral apart
 # from its header, so it is compiled here unchanged against the small

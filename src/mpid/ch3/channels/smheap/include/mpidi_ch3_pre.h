@@ -10,6 +10,8 @@
 #include <pthread.h>
 #endif
 
+#include "smheap_ring.h"
+
 #define MPIDI_DEV_IMPLEMENTS_KVS
 
 /* All ranks of a job share one node and one shared region; ports, spawn and
@@ -20,17 +22,11 @@ typedef struct {
     int dummy;                  /* no channel-private communicator state */
 } MPIDI_CH3I_CH_comm_t;
 
-struct smheap_ring;
-
 typedef struct MPIDI_CH3I_VC {
-    /* The two SPSC rings between this process and the VC's rank, in the node
-     * segment.  NULL for the self VC (ch3 handles self messages itself). */
-    struct smheap_ring *out_ring;
-    struct smheap_ring *in_ring;
-    unsigned out_tail;          /* cells we have published (private copy) */
-    unsigned out_head_seen;     /* last consumer position we read */
-    unsigned in_head;           /* cells we have consumed (private copy) */
-    unsigned in_tail_seen;      /* last producer position we read */
+    /* Our ends of the two rings between this process and the VC's rank, in the node
+     * segment (ring NULL for the self VC: ch3 handles self messages itself). */
+    smheap_ring_end_t out;
+    smheap_ring_end_t in;
     int peer_local_rank;
 
     /* Sends that did not fit in the ring, in order; sendq_head is the active one.

@@ -66,10 +66,10 @@ static void attach_rings(MPIDI_VC_t * vc, int my_rank)
     int peer = vc->pg_rank;
 
     vc->ch.peer_local_rank = peer;
-    vc->ch.out_ring = MPIDI_CH3I_Smheap_ring(peer, my_rank);
-    vc->ch.in_ring = MPIDI_CH3I_Smheap_ring(my_rank, peer);
-    vc->ch.out_tail = vc->ch.out_head_seen = 0;
-    vc->ch.in_head = vc->ch.in_tail_seen = 0;
+    vc->ch.out.ring = MPIDI_CH3I_Smheap_ring(peer, my_rank);
+    vc->ch.out.pos = vc->ch.out.other_seen = 0;
+    vc->ch.in.ring = MPIDI_CH3I_Smheap_ring(my_rank, peer);
+    vc->ch.in.pos = vc->ch.in.other_seen = 0;
     /* ch3 sets vc->eager_max_msg_sz from MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE */
 }
 
@@ -113,8 +113,8 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
  * from MPIDI_CH3_Init once they are. */
 int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
 {
-    vc->ch.out_ring = NULL;
-    vc->ch.in_ring = NULL;
+    vc->ch.out.ring = NULL;
+    vc->ch.in.ring = NULL;
     vc->ch.sendq_head = NULL;
     vc->ch.sendq_tail = NULL;
     vc->ch.pending_next = NULL;

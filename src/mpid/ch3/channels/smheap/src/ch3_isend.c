@@ -25,7 +25,7 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
         }
         if (n == 0)
             break;
-        cell = MPIDI_CH3I_Smheap_cell_reserve(vc);
+        cell = smheap_ring_reserve(&vc->ch.out, &smheap_queue.geom);
         if (cell == NULL)
             break;
         while (n > 0 && used < smheap_queue.cell_payload) {
@@ -39,11 +39,11 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
                 n--;
             }
         }
-        MPIDI_CH3I_Smheap_cell_publish(vc, cell, used);
+        smheap_ring_publish(&vc->ch.out, cell, used);
         published = 1;
     }
     if (published)
-        MPIDI_CH3I_Smheap_doorbell_ring(vc->ch.peer_local_rank);
+        MPIDI_CH3I_Smheap_wake(vc->ch.peer_local_rank);
 
     *iov = v;
     *n_iov = n;

@@ -51,6 +51,11 @@ static MPIDI_VC_t *pending_vcs; /* VCs whose send queue is not empty */
 static int recv_nesting;        /* a packet handler re-entered progress */
 static int next_peer;           /* round-robin start of the inbox scan */
 
+/* A sleeping rank wakes up on its own after this long even if no peer rang its doorbell.
+ * That bounds the cost of a wake-up we did not foresee (a progress hook with work outside
+ * the rings, say); a correct doorbell makes it irrelevant. */
+#define SMHEAP_SLEEP_NSEC (10 * 1000 * 1000)
+
 static unsigned long long PVAR_COUNTER_smheap_sleeps;
 static unsigned long long PVAR_COUNTER_smheap_cells_received;
 
@@ -142,23 +147,24 @@ static int poll_inbox(int *made_progress)
     for (i = 0; i < nranks; i++) {
         int peer = (next_peer + i) % nranks;
         MPIDI_VC_t *vc = peer_vcs[peer];
-        int budget = smheap_queue.ring_cells;
+        int budget = smheap_queue.geom.cells;
         smheap_cell_t *cell;
 
-        if (vc == NULL || (cell = MPIDI_CH3I_Smheap_cell_peek(vc)) == NULL)
+        if (vc == NULL || (cell = smheap_ring_peek(&vc->ch.in, &smheap_queue.geom)) == NULL)
             continue;
         /* a peer that never spoke to us has an inactive VC; ch3 expects it active */
         MPIDI_PG_Get_vc_set_active(MPIDI_Process.my_pg, peer, &vc);
-        for (; cell != NULL && budget-- > 0; cell = MPIDI_CH3I_Smheap_cell_peek(vc)) {
+        for (; cell != NULL && budget-- > 0;
+             cell = smheap_ring_peek(&vc->ch.in, &smheap_queue.geom)) {
             mpi_errno = handle_cell(vc, cell->payload, cell->len);
-            MPIDI_CH3I_Smheap_cell_release(vc);
+            smheap_ring_release(&vc->ch.in);
             MPIR_ERR_CHECK(mpi_errno);
             MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_cells_received, 1);
             *made_progress = TRUE;
         }
         /* the sender may be waiting for the room we just made */
-        if (budget < (int) smheap_queue.ring_cells - 1)
-            MPIDI_CH3I_Smheap_doorbell_ring(peer);
+        if (budget < (int) smheap_queue.geom.cells - 1)
+            MPIDI_CH3I_Smheap_wake(peer);
     }
     next_peer = (next_peer + 1) % nranks;
 
@@ -188,11 +194,11 @@ static int push_pending_sends(int *made_progress)
 
     while (*link) {
         MPIDI_VC_t *vc = *link;
-        unsigned before = vc->ch.out_tail;
+        unsigned before = vc->ch.out.pos;
 
         mpi_errno = MPIDI_CH3I_Send_progress_vc(vc);
         MPIR_ERR_CHECK(mpi_errno);
-        if (vc->ch.out_tail != before)
+        if (vc->ch.out.pos != before)
             *made_progress = TRUE;
         if (MPIDI_CH3I_Sendq_empty(vc)) {
             *link = vc->ch.pending_next;
@@ -269,21 +275,20 @@ static int sleep_until_rung(MPID_Progress_state * state, int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
     smheap_doorbell_t *bell = &smheap_queue.bells[smheap_queue.my_rank];
-    int seq = MPL_atomic_acquire_load_int(&bell->seq);
+    int seq = smheap_doorbell_arm(bell);
     int err;
 
-    MPL_atomic_fetch_add_int(&bell->sleepers, 1);
     mpi_errno = poll_once(made_progress);
     if (mpi_errno == MPI_SUCCESS && !*made_progress && !completed_since(state)) {
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_sleeps, 1);
         release_cpu();
-        err = MPIDI_CH3I_Smheap_doorbell_sleep(seq);
+        err = smheap_doorbell_sleep(bell, seq, SMHEAP_SLEEP_NSEC);
         reacquire_cpu();
         if (err)
             MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_futex", "**smheap_futex %s",
                           strerror(err));
     }
-    MPL_atomic_fetch_sub_int(&bell->sleepers, 1);
+    smheap_doorbell_disarm(bell);
     return mpi_errno;
 }
 
@@ -340,7 +345,7 @@ int MPIDI_CH3I_Progress(MPID_Progress_state * state, int blocking)
 void MPIDI_CH3I_Progress_wakeup(void)
 {
     if (smheap_queue.bells)
-        MPIDI_CH3I_Smheap_doorbell_ring(smheap_queue.my_rank);
+        MPIDI_CH3I_Smheap_wake(smheap_queue.my_rank);
 }
 #endif
 

@@ -10,31 +10,20 @@
 #include "mpidi_ch3_impl.h"
 #include "mpidu_init_shm.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <time.h>
-
 smheap_queue_t smheap_queue;
-
-/* A sleeping rank wakes up on its own after this long even if no peer rang its doorbell.
- * That bounds the cost of a wake-up we failed to foresee (a progress hook with work
- * outside the rings, for instance); a correct doorbell makes it irrelevant. */
-#define SMHEAP_SLEEP_NSEC (10 * 1000 * 1000)
 
 static void choose_geometry(int nranks)
 {
     /* Rings for nranks^2 pairs: keep the segment modest as jobs grow.  Cells are
      * touched (and backed by tmpfs pages) only when a pair actually talks. */
     if (nranks <= 16) {
-        smheap_queue.ring_cells = 8;
-        smheap_queue.cell_size = 32 * 1024;
+        smheap_queue.geom.cells = 8;
+        smheap_queue.geom.cell_size = 32 * 1024;
     } else {
-        smheap_queue.ring_cells = 4;
-        smheap_queue.cell_size = 16 * 1024;
+        smheap_queue.geom.cells = 4;
+        smheap_queue.geom.cell_size = 16 * 1024;
     }
-    smheap_queue.cell_payload = smheap_queue.cell_size - sizeof(smheap_cell_t);
-    smheap_queue.ring_size = sizeof(smheap_ring_t) +
-        (size_t) smheap_queue.ring_cells * smheap_queue.cell_size;
+    smheap_queue.cell_payload = smheap_cell_payload(&smheap_queue.geom);
 }
 
 int MPIDI_CH3I_Smheap_queue_init(int nranks, int my_rank)
@@ -49,7 +38,7 @@ int MPIDI_CH3I_Smheap_queue_init(int nranks, int my_rank)
     choose_geometry(nranks);
 
     bells_len = MPL_ROUND_UP_ALIGN((size_t) nranks * sizeof(smheap_doorbell_t), 4096);
-    len = bells_len + (size_t) nranks * nranks * smheap_queue.ring_size;
+    len = bells_len + (size_t) nranks * nranks * smheap_ring_size(&smheap_queue.geom);
 
     mpi_errno = MPIDU_Init_shm_init();
     MPIR_ERR_CHECK(mpi_errno);
@@ -96,33 +85,4 @@ int MPIDI_CH3I_Smheap_queue_finalize(void)
     return mpi_errno;
   fn_fail:
     goto fn_exit;
-}
-
-/* Wake `rank` if any of its threads may be asleep.  The caller has already published the
- * work (a release store); the full fence orders that store before our read of
- * `sleepers`, pairing with the sleeper's increment before its last look (a Dekker
- * handshake), so either the sleeper sees the work or we see the sleeper. */
-void MPIDI_CH3I_Smheap_doorbell_ring(int rank)
-{
-    smheap_doorbell_t *bell = &smheap_queue.bells[rank];
-
-    MPL_atomic_read_write_barrier();
-    if (MPL_atomic_relaxed_load_int(&bell->sleepers) > 0) {
-        MPL_atomic_fetch_add_int(&bell->seq, 1);
-        syscall(SYS_futex, &bell->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-    }
-}
-
-/* Sleep until our doorbell moves past seen_seq (or the safety timeout).  The caller has
- * counted itself in `sleepers` and looked for work once more after that. */
-int MPIDI_CH3I_Smheap_doorbell_sleep(int seen_seq)
-{
-    smheap_doorbell_t *bell = &smheap_queue.bells[smheap_queue.my_rank];
-    struct timespec ts = { 0, SMHEAP_SLEEP_NSEC };
-    long rc;
-
-    rc = syscall(SYS_futex, &bell->seq, FUTEX_WAIT, seen_seq, &ts, NULL, 0);
-    if (rc == -1 && errno != EAGAIN && errno != EINTR && errno != ETIMEDOUT)
-        return errno;
-    return 0;
 }

@@ -1,0 +1,44 @@
+/*
+ * ch3:smheap -- a doorbell: a futex word in shared memory that a process sleeps on when it
+ * has nothing to do and that other processes ring when they give it work.  Independent of
+ * MPICH so it can be unit-tested on its own.
+ *
+ * Sleeping is a Dekker handshake with the ringer:
+ *   sleeper: seq = smheap_doorbell_arm(b)      (counts itself in `sleepers`)
+ *            look for work once more; if none, smheap_doorbell_sleep(b, seq, ...)
+ *            smheap_doorbell_disarm(b)
+ *   ringer:  publish the work (release store), then smheap_doorbell_ring(b)
+ * Either the sleeper's last look sees the work, or the ringer sees the sleeper and bumps
+ * `seq`, which makes the futex wait return at once.
+ */
+
+#ifndef SMHEAP_DOORBELL_H_INCLUDED
+#define SMHEAP_DOORBELL_H_INCLUDED
+
+#include <stdatomic.h>
+
+typedef struct smheap_doorbell {
+    _Alignas(64) atomic_int seq;        /* futex word, bumped by every wake-up */
+    atomic_int sleepers;        /* threads of the owner that may be asleep on seq */
+} smheap_doorbell_t;
+
+static inline int smheap_doorbell_arm(smheap_doorbell_t * b)
+{
+    int seq = atomic_load_explicit(&b->seq, memory_order_acquire);
+    atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
+    return seq;
+}
+
+static inline void smheap_doorbell_disarm(smheap_doorbell_t * b)
+{
+    atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_relaxed);
+}
+
+/* Wake every thread asleep on b.  Call after publishing the work. */
+void smheap_doorbell_ring(smheap_doorbell_t * b);
+
+/* Sleep until b is rung after smheap_doorbell_arm returned seq, or timeout_ns passes.
+ * Returns 0, or an errno value for a futex failure other than a wake-up or timeout. */
+int smheap_doorbell_sleep(smheap_doorbell_t * b, int seq, long timeout_ns);
+
+#endif /* SMHEAP_DOORBELL_H_INCLUDED */
