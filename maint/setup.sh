@@ -120,4 +120,15 @@ build_one ch3:smheap "$BUILD_DIR/smheap-obj" "$BUILD_DIR/install"
 if [ "$with_nemesis" = yes ]; then
     build_one ch3:nemesis "$BUILD_DIR/nemesis/obj" "$BUILD_DIR/nemesis/install"
 fi
+# The project's own build (unit tests), out of tree in build/project.
+if [ ! -f "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ] ||
+   [ "$top/Makefile.am" -nt "$top/Makefile.in" ]; then
+    (cd "$top" && autoreconf -i > "$BUILD_DIR/autoreconf.log" 2>&1) ||
+        { cat "$BUILD_DIR/autoreconf.log"; exit 1; }
+fi
+mkdir -p "$BUILD_DIR/project"
+[ -f "$BUILD_DIR/project/Makefile" ] ||
+    (cd "$BUILD_DIR/project" && "$top/configure" -q) || exit 1
+make -s -C "$BUILD_DIR/project" > /dev/null
+
 "$BUILD_DIR/install/bin/mpichversion" | grep -i device
