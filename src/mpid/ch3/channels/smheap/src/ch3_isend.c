@@ -50,6 +50,19 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
     return n == 0;
 }
 
+/* Copy the caller's iov; every packet header travels at the channel's one fixed header
+ * size, that of the largest packet. */
+static void copy_iov(struct iovec *dst, const struct iovec *iov, int n_iov)
+{
+    int i;
+
+    MPIR_Assert(n_iov <= MPL_IOV_LIMIT);
+    MPIR_Assert(iov[0].iov_len <= sizeof(MPIDI_CH3_Pkt_t));
+    for (i = 0; i < n_iov; i++)
+        dst[i] = iov[i];
+    dst[0].iov_len = sizeof(MPIDI_CH3_Pkt_t);
+}
+
 /* Keep what is left of a send in sreq, copying the packet header into the request if it
  * was not sent yet (the caller's header may live on its stack). */
 static void save_remainder(MPIR_Request * sreq, const struct iovec *iov, int n_iov,
@@ -127,16 +140,9 @@ int MPIDI_CH3_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, in
     struct iovec local[MPL_IOV_LIMIT];
     struct iovec *rest = local;
     int n_rest = n_iov;
-    int i;
 
     MPIR_FUNC_ENTER;
-    MPIR_Assert(n_iov <= MPL_IOV_LIMIT);
-    MPIR_Assert(iov[0].iov_len <= sizeof(MPIDI_CH3_Pkt_t));
-
-    /* The channel uses one fixed header size: the largest packet. */
-    for (i = 0; i < n_iov; i++)
-        local[i] = iov[i];
-    local[0].iov_len = sizeof(MPIDI_CH3_Pkt_t);
+    copy_iov(local, iov, n_iov);
     sreq->ch.vc = vc;
 
     if (vc->state == MPIDI_VC_STATE_MORIBUND) {
@@ -182,15 +188,9 @@ int MPIDI_CH3_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
     struct iovec *rest = local;
     int n_rest = n_iov;
     MPIR_Request *sreq;
-    int i;
 
     MPIR_FUNC_ENTER;
-    MPIR_Assert(n_iov <= MPL_IOV_LIMIT);
-    MPIR_Assert(iov[0].iov_len <= sizeof(MPIDI_CH3_Pkt_t));
-
-    for (i = 0; i < n_iov; i++)
-        local[i] = iov[i];
-    local[0].iov_len = sizeof(MPIDI_CH3_Pkt_t);
+    copy_iov(local, iov, n_iov);
     *sreq_ptr = NULL;
 
     if (vc->state == MPIDI_VC_STATE_MORIBUND) {

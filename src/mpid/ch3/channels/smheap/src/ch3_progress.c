@@ -251,22 +251,45 @@ static int completed_since(MPID_Progress_state * state)
     return FALSE;
 }
 
-static void release_cpu(void)
+/* Give the CPU to other processes and to this process's other threads for a moment. */
+static void yield_cpu(void)
 {
 #ifdef MPICH_IS_THREADED
-    MPIR_THREAD_CHECK_BEGIN;
-    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
-    MPIR_THREAD_CHECK_END;
+    if (MPIR_ThreadInfo.isThreaded) {
+        /* releases the global lock however deeply it is held, yields, relocks */
+        MPID_THREAD_CS_YIELD(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+        return;
+    }
 #endif
+    MPL_sched_yield();
 }
 
-static void reacquire_cpu(void)
+/* Sleep on our doorbell.  With threads, MPICH's global lock (which may be held
+ * recursively) is released for the duration, exactly as MPIDU_Thread_yield does around
+ * sched_yield, so the application's other threads can use MPI -- and ring us. */
+static int sleep_on_doorbell(smheap_doorbell_t * bell, int seq)
 {
-#ifdef MPICH_IS_THREADED
-    MPIR_THREAD_CHECK_BEGIN;
-    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
-    MPIR_THREAD_CHECK_END;
+    int err;
+#if defined(MPICH_IS_THREADED) && MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__GLOBAL
+    if (MPIR_ThreadInfo.isThreaded) {
+        MPID_Thread_mutex_t *m = &MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX;
+        int count = m->count, lock_err = 0;
+        MPL_thread_id_t owner = m->owner;
+
+        m->count = 0;
+        m->owner = 0;
+        MPIDU_Thread_mutex_unlock(m, &lock_err);
+        MPIR_Assert(lock_err == 0);
+        err = smheap_doorbell_sleep(bell, seq, SMHEAP_SLEEP_NSEC);
+        MPIDU_Thread_mutex_lock(m, &lock_err, MPL_THREAD_PRIO_LOW);
+        MPIR_Assert(lock_err == 0 && m->count == 0);
+        m->count = count;
+        m->owner = owner;
+        return err;
+    }
 #endif
+    err = smheap_doorbell_sleep(bell, seq, SMHEAP_SLEEP_NSEC);
+    return err;
 }
 
 /* Nothing to do for a while: announce ourselves as a sleeper, look once more (a peer
@@ -281,9 +304,7 @@ static int sleep_until_rung(MPID_Progress_state * state, int *made_progress)
     mpi_errno = poll_once(made_progress);
     if (mpi_errno == MPI_SUCCESS && !*made_progress && !completed_since(state)) {
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_sleeps, 1);
-        release_cpu();
-        err = smheap_doorbell_sleep(bell, seq, SMHEAP_SLEEP_NSEC);
-        reacquire_cpu();
+        err = sleep_on_doorbell(bell, seq);
         if (err)
             MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_futex", "**smheap_futex %s",
                           strerror(err));
@@ -322,9 +343,7 @@ int MPIDI_CH3I_Progress(MPID_Progress_state * state, int blocking)
 #endif
             MPL_atomic_compiler_barrier();
         } else if (idle < yield) {
-            release_cpu();
-            MPL_sched_yield();
-            reacquire_cpu();
+            yield_cpu();
         } else {
             mpi_errno = sleep_until_rung(state, &made_progress);
             MPIR_ERR_CHECK(mpi_errno);
