@@ -140,8 +140,10 @@ static int poll_inbox(int *made_progress)
     int nranks = smheap_queue.nranks;
     int i;
 
+    /* a packet handler that calls back into progress must not receive: the cell it
+     * came from has not been released yet */
     if (recv_nesting)
-        goto fn_exit;
+        return MPI_SUCCESS;
     recv_nesting = 1;
 
     for (i = 0; i < nranks; i++) {
@@ -162,9 +164,9 @@ static int poll_inbox(int *made_progress)
             MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_cells_received, 1);
             *made_progress = TRUE;
         }
-        /* the sender may be waiting for the room we just made */
-        if (budget < (int) smheap_queue.geom.cells - 1)
-            MPIDI_CH3I_Smheap_wake(peer);
+        /* the sender may be waiting for the room we just made (cheap if it is not
+         * asleep: a fence and a load) */
+        MPIDI_CH3I_Smheap_wake(peer);
     }
     next_peer = (next_peer + 1) % nranks;
 
