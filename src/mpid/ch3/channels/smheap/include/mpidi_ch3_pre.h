@@ -36,6 +36,7 @@ typedef struct MPIDI_CH3I_VC {
     struct MPIDI_VC *pending_next;      /* on the list of VCs with queued sends */
     int on_pending_list;
     int terminate_when_drained;         /* Connection_terminate came with sends queued */
+    int draining;                       /* MPIDI_CH3I_Send_progress_vc runs on this VC */
 
     /* The receive in progress: a message whose data continues in later cells. */
     struct MPIR_Request *recv_active;

@@ -120,6 +120,7 @@ int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
     vc->ch.pending_next = NULL;
     vc->ch.on_pending_list = FALSE;
     vc->ch.terminate_when_drained = FALSE;
+    vc->ch.draining = FALSE;
     vc->ch.recv_active = NULL;
     vc->ch.peer_local_rank = -1;
 

@@ -99,10 +99,19 @@ static int send_iov_done(MPIDI_VC_t * vc, MPIR_Request * sreq, int *complete)
     return mpi_errno;
 }
 
-/* Drive one VC's send queue as far as its ring allows. */
+/* Drive one VC's send queue as far as its ring allows.
+ *
+ * A request's OnDataAvail may start another send on the same VC (an RMA completion that
+ * acknowledges, say).  That send is queued behind the head request, which stays at the
+ * head until its handler says it is complete, and the re-entrant call returns at once:
+ * this loop then sends it, after the whole of the head message. */
 int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc)
 {
     int mpi_errno = MPI_SUCCESS;
+
+    if (vc->ch.draining)
+        return MPI_SUCCESS;
+    vc->ch.draining = TRUE;
 
     while (!MPIDI_CH3I_Sendq_empty(vc)) {
         MPIR_Request *sreq = vc->ch.sendq_head;
@@ -115,6 +124,7 @@ int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc)
             sreq->dev.iov_count = n_iov;
             break;
         }
+        sreq->dev.iov_count = 0;        /* all written; OnDataAvail may load more */
         mpi_errno = send_iov_done(vc, sreq, &complete);
         MPIR_ERR_CHECK(mpi_errno);
         if (complete)
@@ -129,6 +139,7 @@ int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc)
     }
 
   fn_exit:
+    vc->ch.draining = FALSE;
     return mpi_errno;
   fn_fail:
     goto fn_exit;
@@ -152,18 +163,16 @@ int MPIDI_CH3_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, in
         goto fn_exit;
     }
 
-    if (MPIDI_CH3I_Sendq_empty(vc) && MPIDI_CH3I_Writev(vc, &rest, &n_rest)) {
-        int complete = FALSE;
-        mpi_errno = send_iov_done(vc, sreq, &complete);
-        MPIR_ERR_CHECK(mpi_errno);
-        if (complete)
-            goto fn_exit;
-        /* more of the same message: queue it behind nothing and push it now */
-        MPIDI_CH3I_Sendq_enqueue(vc, sreq);
-    } else {
-        save_remainder(sreq, rest, n_rest, rest == local);
-        MPIDI_CH3I_Sendq_enqueue(vc, sreq);
+    if (MPIDI_CH3I_Sendq_empty(vc) && MPIDI_CH3I_Writev(vc, &rest, &n_rest) &&
+        sreq->dev.OnDataAvail == NULL) {
+        /* the common case: all in the ring, nothing more to do for this request */
+        mpi_errno = MPID_Request_complete(sreq);
+        goto fn_exit;
     }
+    /* Whatever is left -- data that did not fit, or a handler that may load more data
+     * or start other sends -- goes through the queue, in order. */
+    save_remainder(sreq, rest, n_rest, rest == local);
+    MPIDI_CH3I_Sendq_enqueue(vc, sreq);
     mpi_errno = MPIDI_CH3I_Send_progress_vc(vc);
     MPIR_ERR_CHECK(mpi_errno);
 
