@@ -21,7 +21,6 @@ typedef struct smheap_queue {
     int nranks;
     int my_rank;
     smheap_ring_geometry_t geom;
-    size_t cell_payload;
     void *segment;
     smheap_doorbell_t *bells;   /* [nranks] */
     char *rings;                /* [receiver][sender] rings */

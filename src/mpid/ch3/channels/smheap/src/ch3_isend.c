@@ -13,6 +13,7 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
 {
     struct iovec *v = *iov;
     int n = *n_iov;
+    size_t payload = smheap_cell_payload(&smheap_queue.geom);
     int published = 0;
 
     while (n > 0) {
@@ -28,8 +29,8 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
         cell = smheap_ring_reserve(&vc->ch.out, &smheap_queue.geom);
         if (cell == NULL)
             break;
-        while (n > 0 && used < smheap_queue.cell_payload) {
-            size_t len = MPL_MIN(v->iov_len, smheap_queue.cell_payload - used);
+        while (n > 0 && used < payload) {
+            size_t len = MPL_MIN(v->iov_len, payload - used);
             MPIR_Memcpy(cell->payload + used, v->iov_base, len);
             used += len;
             v->iov_base = (char *) v->iov_base + len;

@@ -41,11 +41,6 @@ static MPIDI_CH3_PktHandler_Fcn *pktArray[PKTARRAY_SIZE];
 
 MPL_atomic_int_t MPIDI_CH3I_progress_completion_count = MPL_ATOMIC_INT_T_INITIALIZER(0);
 
-#ifdef MPICH_IS_THREADED
-volatile int MPIDI_CH3I_progress_blocked = FALSE;
-volatile int MPIDI_CH3I_progress_wakeup_signalled = FALSE;
-#endif
-
 static MPIDI_VC_t **peer_vcs;   /* [nranks], NULL for ourselves */
 static MPIDI_VC_t *pending_vcs; /* VCs whose send queue is not empty */
 static int recv_nesting;        /* a packet handler re-entered progress */

@@ -23,7 +23,6 @@ static void choose_geometry(int nranks)
         smheap_queue.geom.cells = 4;
         smheap_queue.geom.cell_size = 16 * 1024;
     }
-    smheap_queue.cell_payload = smheap_cell_payload(&smheap_queue.geom);
 }
 
 int MPIDI_CH3I_Smheap_queue_init(int nranks, int my_rank)
