@@ -4,6 +4,7 @@
  */
 
 #include "mpidi_ch3_impl.h"
+#include <unistd.h>
 #include "mpid_nem_impl.h"      /* the ordering answer for the window code */
 
 static int channel_initialized;
@@ -73,6 +74,22 @@ static void attach_rings(MPIDI_VC_t * vc, int my_rank)
     /* ch3 sets vc->eager_max_msg_sz from MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE */
 }
 
+/* The error stack reaches the user through MPICH's fatal-error print, but Hydra's mpiexec
+ * exits as soon as the first rank calls PMI_Abort, and stderr its proxies have not yet
+ * forwarded is lost.  So the first rank of each node says why itself, and every rank gives
+ * the launcher a moment to forward it before MPI_Init fails. */
+static void announce_refusal(int mpi_errno)
+{
+    if (MPIR_Process.local_rank == 0) {
+        char msg[MPI_MAX_ERROR_STRING];
+
+        MPIR_Err_get_string(mpi_errno, msg, sizeof(msg), NULL);
+        fprintf(stderr, "%s\n", msg);
+        fflush(stderr);
+    }
+    sleep(1);
+}
+
 int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -81,9 +98,12 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
     MPIR_FUNC_ENTER;
 
     /* The rings and the shared heap only reach ranks on this node. */
-    MPIR_ERR_CHKANDJUMP1(MPIR_Process.num_nodes > 1, mpi_errno, MPI_ERR_OTHER,
-                         "**smheap_multinode", "**smheap_multinode %d",
-                         MPIR_Process.num_nodes);
+    if (MPIR_Process.num_nodes > 1) {
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_multinode", "**smheap_multinode %d",
+                      MPIR_Process.num_nodes);
+        announce_refusal(mpi_errno);
+        goto fn_fail;
+    }
     MPIR_ERR_CHKANDJUMP1(has_parent, mpi_errno, MPI_ERR_OTHER, "**smheap_init",
                          "**smheap_init %s", "spawned processes are not supported");
     MPIR_Assert(MPIR_Process.local_size == pg_p->size && MPIR_Process.local_rank == pg_rank);
