@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install what building smheap and MPICH needs, and fetch MPICH 4.0.2's source from Debian's
-# source package (the deb-src entry is derived from the machine's own apt sources, so no host
+# Install what building smheap and MPICH needs, and fetch the sources of MPICH 4.0.2 and of
+# jemalloc (the shared heap's engine) from Debian's source packages (the deb-src entry is derived from the machine's own apt sources, so no host
 # name is written here).  Idempotent: a second run does nothing it does not have to.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -9,7 +9,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 need_pkgs=(build-essential autoconf automake libtool pkg-config perl python3 xz-utils
-           dpkg-dev libhwloc-dev hwloc valgrind ccache libjemalloc-dev)
+           dpkg-dev bzip2 libhwloc-dev hwloc valgrind ccache)
 missing=()
 for p in "${need_pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -45,3 +45,13 @@ if [ ! -f "$tarball" ] || ! echo "$MPICH_SHA256  $tarball" | sha256sum -c --quie
 fi
 echo "$MPICH_SHA256  $tarball" | sha256sum -c - || {
     echo "smheap: $tarball does not have the expected sha256; delete it and rerun" >&2; exit 1; }
+
+# The shared heap's engine, built from source (setup.sh) because it is embedded in libmpi
+# under its own prefix, with TLS a dlopen()ed libmpi can load.
+je_dsc="$DL_DIR/jemalloc_${JEMALLOC_DEB_VERSION}.dsc"
+je_tarball="$DL_DIR/jemalloc_${JEMALLOC_VERSION}.orig.tar.bz2"
+if [ ! -f "$je_dsc" ] || [ ! -f "$je_tarball" ]; then
+    (cd "$DL_DIR" && apt-get source --download-only "jemalloc=${JEMALLOC_DEB_VERSION}")
+fi
+echo "$JEMALLOC_SHA256  $je_tarball" | sha256sum -c - || {
+    echo "smheap: $je_tarball does not have the expected sha256; delete it and rerun" >&2; exit 1; }

@@ -25,7 +25,7 @@ done
 "$top/maint/deps.sh"
 
 src="$BUILD_DIR/mpich-$MPICH_VERSION"
-graft_dirs=(src/mpid/ch3/channels/smheap)
+graft_dirs=(src/mpid/ch3/channels/smheap src/heap)
 
 # Copy the project's sources into the MPICH tree, touching only files whose content changed
 # (so make rebuilds just those) and dropping files the project no longer has.
@@ -100,23 +100,47 @@ fi
 export CCACHE_DIR="${CCACHE_DIR:-$BUILD_DIR/ccache}"
 cc="gcc"
 command -v ccache >/dev/null && cc="ccache gcc"
+
+# jemalloc for the shared heap, from Debian's source package (with Debian's patches):
+# public API renamed to smheap_je_* and hidden, so it never competes with any other malloc;
+# global-dynamic TLS, because initial-exec TLS makes dlopen() of libmpi fail; a static PIC
+# archive linked into libmpi and into the heap's unit tests.
+jemalloc="$BUILD_DIR/jemalloc"
+jemalloc_flags=(--with-jemalloc-prefix=smheap_je_ --with-private-namespace=smheap_je_int_
+                --without-export --disable-initial-exec-tls --disable-cxx --disable-stats
+                --disable-prof --disable-fill --disable-utrace --disable-libdl --disable-doc
+                --disable-shared --with-lg-page=12 --with-lg-hugepage=21
+                --with-version="${JEMALLOC_VERSION}-0-g0000000000000000000000000000000000000000")
+jemalloc_stamp="$(echo "$JEMALLOC_DEB_VERSION ${jemalloc_flags[*]}" | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$jemalloc/.smheap-stamp" 2>/dev/null)" != "$jemalloc_stamp" ]; then
+    echo "== jemalloc $JEMALLOC_DEB_VERSION for the shared heap"
+    rm -rf "$jemalloc" "$BUILD_DIR/jemalloc-src"
+    dpkg-source --no-check -x "$DL_DIR/jemalloc_${JEMALLOC_DEB_VERSION}.dsc" \
+        "$BUILD_DIR/jemalloc-src" > /dev/null
+    mkdir -p "$jemalloc"
+    (cd "$jemalloc" && CC="$cc" "$BUILD_DIR/jemalloc-src/configure" "${jemalloc_flags[@]}" \
+        > configure.log 2>&1 && make -j"$(nproc)" build_lib_static > make.log 2>&1) ||
+        { tail -30 "$jemalloc"/*.log; exit 1; }
+    echo "$jemalloc_stamp" > "$jemalloc/.smheap-stamp"
+fi
 common_flags=(--disable-fortran --disable-cxx --with-hwloc=/usr --enable-fast=O2
               --enable-threads=multiple --disable-static)
 
-build_one() {  # device objdir prefix
+build_one() {  # device objdir prefix [configure options]
     local device=$1 obj=$2 prefix=$3
     mkdir -p "$obj"
     if [ ! -f "$obj/Makefile" ]; then
         echo "== configure $device -> $prefix"
         (cd "$obj" && CC="$cc" "$src/configure" --prefix="$prefix" --with-device="$device" \
-            "${common_flags[@]}" > configure.log 2>&1) || { tail -40 "$obj/configure.log"; exit 1; }
+            "${common_flags[@]}" "${@:4}" > configure.log 2>&1) ||
+            { tail -40 "$obj/configure.log"; exit 1; }
     fi
     echo "== make $device"
     (cd "$obj" && make -j"$(nproc)" > make.log 2>&1 && make install > install.log 2>&1) ||
         { grep -B5 -A5 -m5 -E "error|Error" "$obj/make.log" | tail -60; exit 1; }
 }
 
-build_one ch3:smheap "$BUILD_DIR/smheap-obj" "$BUILD_DIR/install"
+build_one ch3:smheap "$BUILD_DIR/smheap-obj" "$BUILD_DIR/install" --with-smheap-jemalloc="$jemalloc"
 if [ "$with_nemesis" = yes ]; then
     build_one ch3:nemesis "$BUILD_DIR/nemesis/obj" "$BUILD_DIR/nemesis/install"
 fi
@@ -128,7 +152,7 @@ if [ ! -f "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ] ||
 fi
 mkdir -p "$BUILD_DIR/project"
 [ -f "$BUILD_DIR/project/Makefile" ] ||
-    (cd "$BUILD_DIR/project" && "$top/configure" -q) || exit 1
+    (cd "$BUILD_DIR/project" && "$top/configure" -q --with-jemalloc="$jemalloc") || exit 1
 make -s -C "$BUILD_DIR/project" > /dev/null
 
 "$BUILD_DIR/install/bin/mpichversion" | grep -i device

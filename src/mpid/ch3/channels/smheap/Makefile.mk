@@ -35,4 +35,24 @@ mpi_core_sources +=                                        \
     src/mpid/ch3/channels/nemesis/src/ch3_win_fns.c        \
     src/mpid/ch3/channels/nemesis/src/ch3_rma_shm.c
 
+# The shared heap (the project's src/heap, grafted at the same place) and its engine.
+AM_CPPFLAGS += -I$(top_srcdir)/src/heap
+
+noinst_HEADERS +=                                          \
+    src/heap/smheap.h                                      \
+    src/heap/smheap_config.h                               \
+    src/heap/smheap_engine.h                               \
+    src/heap/smheap_region.h                               \
+    src/heap/smheap_stats.h
+
+mpi_core_sources +=                                        \
+    src/heap/smheap_config.c                               \
+    src/heap/smheap_engine.c                               \
+    src/heap/smheap_malloc.c                               \
+    src/heap/smheap_region.c                               \
+    src/heap/smheap_stats.c
+
+# (as the embedded ucx and ofi netmods of ch4 add their libraries)
+pmpi_convenience_libs += $(SMHEAP_JEMALLOC_LIB)
+
 endif BUILD_CH3_SMHEAP

@@ -13,10 +13,21 @@ AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[
 ])dnl
 
 AC_DEFUN([PAC_SUBCFG_BODY_]PAC_SUBCFG_AUTO_SUFFIX,[
+    AC_SUBST([SMHEAP_JEMALLOC_LIB])
     AM_COND_IF([BUILD_CH3_SMHEAP],[
         AC_MSG_NOTICE([RUNNING CONFIGURE FOR ch3:smheap])
         AC_CHECK_HEADERS([linux/futex.h sys/syscall.h],[],
                          [AC_MSG_ERROR([ch3:smheap needs Linux futexes (linux/futex.h)])])
+        dnl The shared heap's engine: jemalloc built with the prefix smheap_je_ (the
+        dnl project's maint/setup.sh builds it from Debian's source package).
+        AC_ARG_WITH([smheap-jemalloc],
+            [AS_HELP_STRING([--with-smheap-jemalloc=DIR],
+                [jemalloc build directory (configured --with-jemalloc-prefix=smheap_je_) for ch3:smheap's shared heap])],
+            [], [with_smheap_jemalloc=no])
+        AS_IF([test ! -f "$with_smheap_jemalloc/lib/libjemalloc_pic.a"],
+              [AC_MSG_ERROR([ch3:smheap needs --with-smheap-jemalloc=DIR, a jemalloc build configured with --with-jemalloc-prefix=smheap_je_ (maint/setup.sh makes one)])])
+        PAC_APPEND_FLAG([-I$with_smheap_jemalloc/include], [CPPFLAGS])
+        SMHEAP_JEMALLOC_LIB="$with_smheap_jemalloc/lib/libjemalloc_pic.a"
     ])
 ])dnl
 

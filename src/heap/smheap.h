@@ -1,0 +1,41 @@
+/*
+ * smheap -- a shared heap: the malloc family served from one shared-memory region that
+ * every rank of a job on a node maps at the same address, so a pointer from malloc in one
+ * rank is valid, as is, in all of them.  Not MPI specific; libmpi (ch3:smheap) and the
+ * unit tests link the same sources.
+ *
+ * The heap starts inside the first call of the malloc family.  Settings come from the
+ * environment (smheap_config.h); everything it cannot serve goes to glibc.
+ */
+#ifndef SMHEAP_H_INCLUDED
+#define SMHEAP_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+#include "smheap_stats.h"
+
+/* 1 while new allocations come from the shared heap. */
+int smheap_active(void);
+
+/* 1 if p points into the shared region (any rank's slice). */
+int smheap_in_region(const void *p);
+
+/* Why the heap is off ("" while it is on or has not started). */
+const char *smheap_off_reason(void);
+
+/* A malformed setting (names the variable and the value), or NULL. */
+const char *smheap_config_error(void);
+
+/* Seed 000's proof that the interposition is live: malloc, realloc and memalign a few MiB
+ * and free them, and check the shared heap served and saw each.  0, or -1 with why set. */
+int smheap_selftest(char *why, size_t why_len);
+
+/* Serve every later allocation from glibc; blocks already in the heap are still freed
+ * into it. */
+void smheap_disable(void);
+
+/* The region this rank is mapped to: base address, size and the job key every rank of
+ * the job shares.  0 while the heap is on, -1 otherwise. */
+int smheap_region_identity(uintptr_t * base, size_t * size, const char **job_key);
+
+#endif /* SMHEAP_H_INCLUDED */

@@ -1,0 +1,236 @@
+/*
+ * smheap -- the engine: jemalloc, embedded in libmpi under its own prefix, allocating only
+ * from this rank's slice of the region.
+ *
+ * jemalloc (Debian's source package, built by maint/setup.sh with the prefix smheap_je_,
+ * hidden symbols and global-dynamic TLS so that a dlopen()ed libmpi still loads) gets one
+ * arena whose extent hooks hand out the slice with a bump pointer.  Its metadata stays in
+ * private memory (metadata_use_hooks = false), so a forked child that runs jemalloc's
+ * fork handlers cannot rewrite the parent's arena.  Pages are committed with fallocate
+ * before jemalloc touches them (a full tmpfs becomes a NULL here, never a SIGBUS) and
+ * decommitted with MADV_REMOVE, which gives them back to tmpfs.  Each thread gets an
+ * explicit tcache: the implicit one would mix in blocks from jemalloc's default arenas.
+ */
+
+#define _GNU_SOURCE
+#include "smheap_engine.h"
+
+#include <jemalloc/jemalloc.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* jemalloc's options for this embedded copy (a user's MALLOC_CONF is for their own
+ * jemalloc, not this one): cache blocks up to 1 MiB per thread, decommit freed pages
+ * straight away once they decay instead of keeping them "muzzy" (MADV_FREE does nothing
+ * on shared memory), and no arenas beyond the one made here. */
+const char *smheap_je_malloc_conf = "tcache_max:1048576,muzzy_decay_ms:0,narenas:1";
+
+/* experimental.arenas_create_ext's argument; jemalloc 5.3.0 keeps this struct in an
+ * internal header (include/jemalloc/internal/arena_types.h), so it is repeated here. */
+struct arena_config {
+    extent_hooks_t *extent_hooks;
+    bool metadata_use_hooks;
+};
+
+static const struct smheap_region *region;
+static unsigned arena;
+static pthread_mutex_t bump_lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t bump, slice_end;
+static int tmpfs_full;
+
+static void report_tmpfs_full(void)
+{
+    static const char msg[] = "smheap: /dev/shm is full; further allocations of this rank "
+        "come from the private heap (see the MPI_T variable smheap_glibc_full)\n";
+
+    if (!__atomic_exchange_n(&tmpfs_full, 1, __ATOMIC_RELAXED))
+        (void) !write(STDERR_FILENO, msg, sizeof(msg) - 1);
+}
+
+/* A fresh range of the slice.  jemalloc asks for new_addr only to grow an extent in
+ * place, which the bump pointer allows at its end. */
+static void *extent_alloc(extent_hooks_t * hooks, void *new_addr, size_t size,
+                          size_t alignment, bool *zero, bool *commit, unsigned arena_ind)
+{
+    uintptr_t start;
+
+    (void) hooks;
+    (void) arena_ind;
+    pthread_mutex_lock(&bump_lock);
+    start = new_addr ? (uintptr_t) new_addr : (bump + alignment - 1) & ~(uintptr_t) (alignment - 1);
+    if ((new_addr && start != bump) || start < bump || size > slice_end - start)
+        goto fail;
+    if (*commit && smheap_region_commit(region, (void *) start, size) != 0) {
+        report_tmpfs_full();
+        goto fail;
+    }
+    bump = start + size;
+    pthread_mutex_unlock(&bump_lock);
+    *zero = true;               /* never handed out before: the file reads as zeros */
+    return (void *) start;
+
+  fail:
+    pthread_mutex_unlock(&bump_lock);
+    return NULL;
+}
+
+/* Decline: jemalloc keeps the range and reuses it. */
+static bool extent_dalloc(extent_hooks_t * hooks, void *addr, size_t size, bool committed,
+                          unsigned arena_ind)
+{
+    (void) hooks, (void) addr, (void) size, (void) committed, (void) arena_ind;
+    return true;
+}
+
+static void extent_destroy(extent_hooks_t * hooks, void *addr, size_t size, bool committed,
+                           unsigned arena_ind)
+{
+    (void) hooks, (void) arena_ind;
+    if (committed)
+        smheap_region_decommit(region, addr, size);
+}
+
+static bool extent_commit(extent_hooks_t * hooks, void *addr, size_t size, size_t offset,
+                          size_t length, unsigned arena_ind)
+{
+    (void) hooks, (void) size, (void) arena_ind;
+    if (smheap_region_commit(region, (char *) addr + offset, length) == 0)
+        return false;
+    report_tmpfs_full();
+    return true;
+}
+
+static bool extent_decommit(extent_hooks_t * hooks, void *addr, size_t size, size_t offset,
+                            size_t length, unsigned arena_ind)
+{
+    (void) hooks, (void) size, (void) arena_ind;
+    smheap_region_decommit(region, (char *) addr + offset, length);
+    return false;
+}
+
+/* One mapping: any range splits and adjacent ranges merge. */
+static bool extent_split(extent_hooks_t * hooks, void *addr, size_t size, size_t size_a,
+                         size_t size_b, bool committed, unsigned arena_ind)
+{
+    (void) hooks, (void) addr, (void) size, (void) size_a, (void) size_b, (void) committed;
+    (void) arena_ind;
+    return false;
+}
+
+static bool extent_merge(extent_hooks_t * hooks, void *addr_a, size_t size_a, void *addr_b,
+                         size_t size_b, bool committed, unsigned arena_ind)
+{
+    (void) hooks, (void) addr_a, (void) size_a, (void) addr_b, (void) size_b, (void) committed;
+    (void) arena_ind;
+    return false;
+}
+
+/* No purge hooks: jemalloc then decommits, so every page it writes was committed first. */
+static extent_hooks_t slice_hooks = {
+    .alloc = extent_alloc,
+    .dalloc = extent_dalloc,
+    .destroy = extent_destroy,
+    .commit = extent_commit,
+    .decommit = extent_decommit,
+    .split = extent_split,
+    .merge = extent_merge,
+};
+
+int smheap_engine_start(const struct smheap_region *r, char *why, size_t why_len)
+{
+    struct arena_config config = { &slice_hooks, false };
+    size_t len = sizeof(arena);
+    int rc;
+
+    region = r;
+    bump = r->slice;
+    slice_end = r->slice + r->slice_size;
+    rc = smheap_je_mallctl("experimental.arenas_create_ext", &arena, &len, &config,
+                           sizeof(config));
+    if (rc != 0) {
+        snprintf(why, why_len, "jemalloc could not create the slice's arena (%s)",
+                 strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Per-thread state.  A thread's first allocation registers a thread-exit callback, which
+ * glibc runs before any pthread key destructor (jemalloc's own cleanup is one); after it,
+ * the thread allocates from the private heap and frees without a tcache.
+ */
+enum thread_phase { THREAD_NEW, THREAD_STARTING, THREAD_READY, THREAD_EXITED };
+static __thread struct {
+    unsigned char phase;
+    unsigned tcache;
+} self;
+
+extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *arg, void *dso_handle);
+extern void *__dso_handle;
+
+static void thread_exit(void *unused)
+{
+    (void) unused;
+    if (self.phase == THREAD_READY)
+        smheap_je_mallctl("tcache.destroy", NULL, NULL, &self.tcache, sizeof(self.tcache));
+    self.phase = THREAD_EXITED;
+}
+
+static void thread_start(void)
+{
+    size_t len = sizeof(self.tcache);
+
+    self.phase = THREAD_STARTING;       /* registering may allocate: no tcache yet */
+    __cxa_thread_atexit_impl(thread_exit, NULL, &__dso_handle);
+    if (smheap_je_mallctl("tcache.create", &self.tcache, &len, NULL, 0) == 0)
+        self.phase = THREAD_READY;
+}
+
+static inline int tcache_flag(void)
+{
+    return self.phase == THREAD_READY ? MALLOCX_TCACHE(self.tcache) : MALLOCX_TCACHE_NONE;
+}
+
+void *smheap_engine_alloc(size_t size, size_t alignment, int zero)
+{
+    int flags;
+
+    if (__builtin_expect(self.phase != THREAD_READY, 0)) {
+        if (self.phase == THREAD_EXITED)
+            return NULL;
+        if (self.phase == THREAD_NEW)
+            thread_start();
+    }
+    flags = MALLOCX_ARENA(arena) | tcache_flag();
+    if (alignment)
+        flags |= MALLOCX_ALIGN(alignment);
+    if (zero)
+        flags |= MALLOCX_ZERO;
+    return smheap_je_mallocx(size ? size : 1, flags);
+}
+
+void *smheap_engine_resize(void *p, size_t size)
+{
+    if (self.phase == THREAD_EXITED)
+        return NULL;
+    return smheap_je_rallocx(p, size ? size : 1, MALLOCX_ARENA(arena) | tcache_flag());
+}
+
+void smheap_engine_free(void *p)
+{
+    smheap_je_dallocx(p, tcache_flag());
+}
+
+size_t smheap_engine_usable_size(const void *p)
+{
+    return smheap_je_sallocx(p, 0);
+}
+
+int smheap_engine_tmpfs_full(void)
+{
+    return __atomic_load_n(&tmpfs_full, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,433 @@
+/*
+ * smheap -- the interposition: malloc, free, calloc, realloc, memalign, posix_memalign,
+ * aligned_alloc, valloc, pvalloc and malloc_usable_size.
+ *
+ * glibc (>= 2.34 has no malloc hooks) documents replacing its allocator by defining these
+ * symbols; its own internal calls go through them too.  Blocks are routed by address: a
+ * block inside the region goes back to the engine, anything else to glibc's originals
+ * (__libc_malloc and friends), so memory from before the heap started, from a full slice or
+ * from a time the heap was off is always freed correctly.
+ *
+ * The heap starts inside the first call.  Calls made while it starts (including the ones
+ * it makes itself, through libc) are served by glibc.
+ *
+ * A forked child shares the region with its parent, so it must neither allocate from nor
+ * free into the parent's slice: it allocates from glibc, its free of a shared block does
+ * nothing and its realloc of one copies.  That is right for fork-then-exec and system();
+ * a long-lived child sees blocks the parent frees and reuses change under it.
+ */
+
+#define _GNU_SOURCE
+#include "smheap.h"
+#include "smheap_config.h"
+#include "smheap_engine.h"
+#include "smheap_region.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#define VALGRIND_MALLOCLIKE_BLOCK(p, size, redzone, zeroed) ((void) 0)
+#define VALGRIND_FREELIKE_BLOCK(p, redzone) ((void) 0)
+#endif
+
+#define PUBLIC __attribute__((visibility("default")))
+
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t size);
+extern void *__libc_memalign(size_t alignment, size_t size);
+extern void __libc_free(void *p);
+
+enum heap_state {
+    HEAP_UNSTARTED,
+    HEAP_STARTING,              /* one thread is starting it; every call goes to glibc */
+    HEAP_ON,
+    HEAP_OFF,
+    HEAP_FORKED                 /* in a child of fork(): see the top of the file */
+};
+
+static _Atomic int state = HEAP_UNSTARTED;
+static struct smheap_config config;
+static struct smheap_region region;
+static uintptr_t region_base;   /* set once, before the heap turns on; never cleared */
+static size_t region_size;
+static char off_reason[SMHEAP_MSG_LEN];
+
+static void say(const char *text)
+{
+    (void) !write(STDERR_FILENO, text, strlen(text));
+}
+
+static void fork_child(void)
+{
+    atomic_store(&state, HEAP_FORKED);
+}
+
+static void turn_off(const char *why)
+{
+    snprintf(off_reason, sizeof(off_reason), "%s", why);
+    atomic_store_explicit(&state, HEAP_OFF, memory_order_release);
+}
+
+static void start_heap(void)
+{
+    char why[SMHEAP_MSG_LEN];
+    int expected = HEAP_UNSTARTED;
+
+    if (!atomic_compare_exchange_strong(&state, &expected, HEAP_STARTING))
+        return;         /* another thread got there first */
+    if (smheap_config_read(&config) != 0) {
+        /* MPI_Init stops the job with this message; say it now too, with the value, in
+         * case MPICH's own parsing of the variable stops it first. */
+        say("smheap: ");
+        say(config.error);
+        say("\n");
+        turn_off(config.error);
+        return;
+    }
+    if (!config.enable) {
+        turn_off("turned off by MPIR_CVAR_CH3_SMHEAP_ENABLE");
+        return;
+    }
+    if (smheap_region_attach(&config, &region, why, sizeof(why)) != 0 ||
+        smheap_engine_start(&region, why, sizeof(why)) != 0) {
+        turn_off(why);
+        return;
+    }
+    region_base = region.base;
+    region_size = region.size;
+    pthread_atfork(NULL, NULL, fork_child);
+    atomic_store_explicit(&state, HEAP_ON, memory_order_release);
+}
+
+/* 1 if this call may allocate from the heap (starting it on the very first call). */
+static inline int heap_serves(void)
+{
+    int s = atomic_load_explicit(&state, memory_order_acquire);
+
+    if (__builtin_expect(s == HEAP_UNSTARTED, 0)) {
+        start_heap();
+        s = atomic_load_explicit(&state, memory_order_acquire);
+    }
+    if (__builtin_expect(s == HEAP_ON, 1))
+        return 1;
+    if (s == HEAP_OFF || s == HEAP_FORKED)
+        smheap_count(SMHEAP_GLIBC_OFF, 1);
+    return 0;
+}
+
+static inline int in_region(const void *p)
+{
+    return (uintptr_t) p - region_base < region_size;
+}
+
+/* From the slice, or NULL (counted) so that the caller falls back to glibc. */
+static void *heap_alloc(size_t size, size_t alignment, int zero)
+{
+    int annotate = RUNNING_ON_VALGRIND;
+    void *p;
+
+    /* Under valgrind, jemalloc must not write into blocks memcheck thinks are free:
+     * zero after the block is declared instead. */
+    p = smheap_engine_alloc(size, alignment, zero && !annotate);
+    if (p == NULL) {
+        smheap_count(SMHEAP_GLIBC_FULL, 1);
+        return NULL;
+    }
+    smheap_count(SMHEAP_SHARED_ALLOCS, 1);
+    smheap_count(SMHEAP_BYTES_ALLOCATED, smheap_engine_usable_size(p));
+    if (annotate) {
+        VALGRIND_MALLOCLIKE_BLOCK(p, size, 0, zero);
+        if (zero)
+            memset(p, 0, size);
+    }
+    return p;
+}
+
+static void heap_free(void *p)
+{
+    smheap_count(SMHEAP_SHARED_FREES, 1);
+    smheap_count(SMHEAP_BYTES_FREED, smheap_engine_usable_size(p));
+    smheap_engine_free(p);
+    VALGRIND_FREELIKE_BLOCK(p, 0);
+}
+
+PUBLIC void *malloc(size_t size)
+{
+    void *p;
+
+    if (heap_serves() && (p = heap_alloc(size, 0, 0)) != NULL)
+        return p;
+    return __libc_malloc(size);
+}
+
+PUBLIC void free(void *p)
+{
+    if (!in_region(p))
+        __libc_free(p);
+    else if (atomic_load_explicit(&state, memory_order_relaxed) != HEAP_FORKED)
+        heap_free(p);
+}
+
+PUBLIC void *calloc(size_t n, size_t size)
+{
+    size_t bytes;
+    void *p;
+
+    if (__builtin_mul_overflow(n, size, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (heap_serves() && (p = heap_alloc(bytes, 0, 1)) != NULL)
+        return p;
+    return __libc_calloc(n, size);
+}
+
+/* Move a block of the region into a glibc block (a forked child, or a full slice). */
+static void *move_to_glibc(void *p, size_t size, int free_old)
+{
+    size_t old = smheap_engine_usable_size(p);
+    void *q = __libc_malloc(size);
+
+    if (q != NULL) {
+        memcpy(q, p, old < size ? old : size);
+        if (free_old)
+            heap_free(p);
+    }
+    return q;
+}
+
+PUBLIC void *realloc(void *p, size_t size)
+{
+    void *q;
+
+    if (p == NULL)
+        return malloc(size);
+    if (!in_region(p))
+        return __libc_realloc(p, size);
+    if (atomic_load_explicit(&state, memory_order_relaxed) == HEAP_FORKED)
+        return move_to_glibc(p, size, 0);
+    if (size == 0) {            /* glibc's realloc(p, 0) frees */
+        heap_free(p);
+        return NULL;
+    }
+    if (RUNNING_ON_VALGRIND) {  /* a new block, so memcheck sees the move */
+        size_t old = smheap_engine_usable_size(p);
+
+        q = malloc(size);
+        if (q != NULL) {
+            memcpy(q, p, old < size ? old : size);
+            free(p);
+        }
+        return q;
+    }
+    {
+        size_t old = smheap_engine_usable_size(p);
+
+        q = smheap_engine_resize(p, size);
+        if (q != NULL) {
+            smheap_count(SMHEAP_BYTES_FREED, old);
+            smheap_count(SMHEAP_BYTES_ALLOCATED, smheap_engine_usable_size(q));
+            return q;
+        }
+    }
+    smheap_count(SMHEAP_GLIBC_FULL, 1);
+    return move_to_glibc(p, size, 1);
+}
+
+/* glibc's memalign: an alignment that is not a power of two is rounded up to one. */
+static void *aligned_block(size_t alignment, size_t size)
+{
+    void *p;
+
+    if (alignment > SIZE_MAX / 2 + 1) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (alignment & (alignment - 1))
+        alignment = (size_t) 1 << (64 - __builtin_clzl(alignment));
+    if (alignment < sizeof(void *))
+        alignment = sizeof(void *);
+    if (heap_serves() && (p = heap_alloc(size, alignment, 0)) != NULL)
+        return p;
+    return __libc_memalign(alignment, size);
+}
+
+PUBLIC void *memalign(size_t alignment, size_t size)
+{
+    return aligned_block(alignment, size);
+}
+
+PUBLIC void *aligned_alloc(size_t alignment, size_t size)
+{
+    return aligned_block(alignment, size);
+}
+
+PUBLIC int posix_memalign(void **result, size_t alignment, size_t size)
+{
+    void *p;
+    int saved = errno;
+
+    if (alignment == 0 || (alignment & (alignment - 1)) || alignment % sizeof(void *))
+        return EINVAL;
+    p = aligned_block(alignment, size);
+    if (p == NULL) {
+        errno = saved;
+        return ENOMEM;
+    }
+    *result = p;
+    return 0;
+}
+
+PUBLIC void *valloc(size_t size)
+{
+    return aligned_block((size_t) sysconf(_SC_PAGESIZE), size);
+}
+
+PUBLIC void *pvalloc(size_t size)
+{
+    size_t page = (size_t) sysconf(_SC_PAGESIZE);
+    size_t rounded = (size + page - 1) & ~(page - 1);
+
+    if (rounded < size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return aligned_block(page, rounded ? rounded : page);
+}
+
+PUBLIC size_t malloc_usable_size(void *p)
+{
+    static size_t (*glibc_usable_size)(void *);
+
+    if (p == NULL)
+        return 0;
+    if (in_region(p))
+        return smheap_engine_usable_size(p);
+    if (glibc_usable_size == NULL)
+        glibc_usable_size = (size_t (*)(void *)) dlsym(RTLD_NEXT, "malloc_usable_size");
+    return glibc_usable_size(p);
+}
+
+/* --- what the heap tells its user --- */
+
+int smheap_active(void)
+{
+    if (atomic_load_explicit(&state, memory_order_acquire) == HEAP_UNSTARTED)
+        start_heap();
+    return atomic_load_explicit(&state, memory_order_acquire) == HEAP_ON;
+}
+
+int smheap_in_region(const void *p)
+{
+    return in_region(p);
+}
+
+const char *smheap_off_reason(void)
+{
+    return atomic_load(&state) == HEAP_OFF ? off_reason : "";
+}
+
+const char *smheap_config_error(void)
+{
+    return config.error[0] ? config.error : NULL;
+}
+
+void smheap_disable(void)
+{
+    int expected = HEAP_ON;
+
+    if (atomic_compare_exchange_strong(&state, &expected, HEAP_OFF))
+        snprintf(off_reason, sizeof(off_reason), "turned off after it started");
+}
+
+int smheap_region_identity(uintptr_t * base, size_t * size, const char **job_key)
+{
+    if (!smheap_active())
+        return -1;
+    *base = region.base;
+    *size = region.size;
+    *job_key = region.job_key;
+    return 0;
+}
+
+/* The definitions above, bound inside this library. */
+extern __typeof(malloc) smheap_own_malloc
+    __attribute__((alias("malloc"), visibility("hidden"), copy(malloc)));
+extern __typeof(free) smheap_own_free
+    __attribute__((alias("free"), visibility("hidden"), copy(free)));
+extern __typeof(realloc) smheap_own_realloc
+    __attribute__((alias("realloc"), visibility("hidden"), copy(realloc)));
+extern __typeof(memalign) smheap_own_memalign
+    __attribute__((alias("memalign"), visibility("hidden"), copy(memalign)));
+extern __typeof(calloc) smheap_own_calloc
+    __attribute__((alias("calloc"), visibility("hidden"), copy(calloc)));
+
+/* The family as this library's callers resolve it: through the dynamic linker, so the
+ * test fails if another definition (a preloaded allocator, or the program's own libc when
+ * libmpi was dlopen()ed) is the one in use. */
+static void *(*volatile malloc_fn)(size_t) = malloc;
+static void *(*volatile realloc_fn)(void *, size_t) = realloc;
+static void *(*volatile memalign_fn)(size_t, size_t) = memalign;
+static void (*volatile free_fn)(void *) = free;
+static void *(*volatile calloc_fn)(size_t, size_t) = calloc;
+
+static int selftest_block(void *p, const char *call, uint64_t frees_before, char *why,
+                          size_t why_len)
+{
+    if (p == NULL || !in_region(p)) {
+        snprintf(why, why_len, "%s of a few MiB did not come from the shared heap", call);
+        if (p != NULL)
+            free_fn(p);         /* it is not ours: give it back to whoever served it */
+        return -1;
+    }
+    free_fn(p);
+    if (smheap_counter_total(SMHEAP_SHARED_FREES) == frees_before) {
+        snprintf(why, why_len, "free of a block from %s did not reach the shared heap", call);
+        return -1;
+    }
+    return 0;
+}
+
+int smheap_selftest(char *why, size_t why_len)
+{
+    const size_t mib = (size_t) 1 << 20;
+    void *p;
+
+    if (malloc_fn != smheap_own_malloc || free_fn != smheap_own_free ||
+        realloc_fn != smheap_own_realloc || memalign_fn != smheap_own_memalign ||
+        calloc_fn != smheap_own_calloc) {
+        snprintf(why, why_len, "malloc is not the shared heap's here (another allocator "
+                 "was preloaded or linked first, or libmpi was loaded with dlopen)");
+        return -1;
+    }
+    free_fn(malloc_fn(1));      /* starts the heap if nothing has yet */
+    if (!smheap_active()) {
+        snprintf(why, why_len, "%s", off_reason[0] ? off_reason : "it never started");
+        return -1;
+    }
+    if (selftest_block(malloc_fn(4 * mib), "malloc",
+                       smheap_counter_total(SMHEAP_SHARED_FREES), why, why_len) != 0)
+        return -1;
+    p = malloc_fn(mib);
+    if (p != NULL && !in_region(p)) {
+        free_fn(p);
+        p = NULL;
+    }
+    if (selftest_block(p ? realloc_fn(p, 3 * mib) : NULL, "realloc",
+                       smheap_counter_total(SMHEAP_SHARED_FREES), why, why_len) != 0)
+        return -1;
+    return selftest_block(memalign_fn(mib, 2 * mib), "memalign",
+                          smheap_counter_total(SMHEAP_SHARED_FREES), why, why_len);
+}

@@ -1,0 +1,316 @@
+/*
+ * smheap -- the region: one shared-memory file per node per job, mapped at the same
+ * address in every local rank, cut into one slice per rank.
+ *
+ * The first local rank to start creates the file (O_CREAT|O_EXCL, mode 0600), picks a free
+ * address range, maps the file there and publishes the address in the header; the others
+ * open the file, check that it is this job's, and map it at the published address with
+ * MAP_FIXED_NOREPLACE, so nothing already mapped is ever replaced.  The last rank to map it
+ * unlinks the name, so a job that dies any way at all leaves nothing in /dev/shm.
+ *
+ * All of this runs inside the first malloc: no allocator calls here.
+ */
+
+#define _GNU_SOURCE
+#include "smheap_region.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define REGION_MAGIC UINT64_C(0x736d686561707631)      /* "smheapv1" */
+#define REGION_FAILED UINT64_C(0x736d6865617066)       /* the creator gave up */
+#define MIN_SLICE ((size_t) 16 << 20)
+#define MAX_AUTO_SLICE ((size_t) 64 << 30)
+#define SLICE_ALIGN ((size_t) 2 << 20)
+#define FIRST_BASE ((uintptr_t) 0x200000000000)        /* 32 TiB: far from brk, libraries, stacks */
+#define BASE_STEP ((uintptr_t) 1 << 40)
+#define BASE_CANDIDATES 32
+#define JOIN_TIMEOUT_S 60
+
+/* The first page of the region. */
+struct region_header {
+    _Atomic uint64_t magic;     /* stored last by the creator: the header is complete */
+    uint64_t base;
+    uint64_t size;
+    uint64_t slice_size;
+    uint32_t nslices;
+    uint32_t uid;
+    char job_key[64];
+    _Atomic uint32_t mapped;    /* ranks that have mapped the region; the last unlinks */
+};
+
+#define MiB(x) ((unsigned long long) ((x) >> 20))
+
+/* Start time (clock ticks since boot) of process pid, from /proc/<pid>/stat: with the pid
+ * it names a process uniquely, even after the pid is reused. */
+static unsigned long long start_time(pid_t pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long t = 0;
+    int fd, field;
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    p = strrchr(buf, ')');      /* the command name may contain spaces */
+    for (field = 2; p != NULL && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    if (p != NULL)
+        sscanf(p + 1, "%llu", &t);
+    return t;
+}
+
+/* Every rank of a job on a node is a child of the same Hydra proxy, so the proxy (pid and
+ * start time) names the job; a singleton names itself. */
+static void name_region(const struct smheap_config *cfg, struct smheap_region *r)
+{
+    pid_t owner = cfg->singleton ? getpid() : getppid();
+
+    snprintf(r->job_key, sizeof(r->job_key), "%u-%d-%llu%s", (unsigned) geteuid(),
+             (int) owner, start_time(owner), cfg->singleton ? "-s" : "");
+    snprintf(r->name, sizeof(r->name), "/smheap-%s", r->job_key);
+}
+
+/* Slice size: the configured one, or /dev/shm shared out between the local ranks.  The
+ * reservation is virtual; pages are committed as the engine hands them out. */
+static int size_region(const struct smheap_config *cfg, struct smheap_region *r,
+                       char *why, size_t why_len)
+{
+    struct statvfs vfs;
+    size_t capacity, slice;
+
+    if (statvfs("/dev/shm", &vfs) != 0) {
+        snprintf(why, why_len, "/dev/shm is not available (%s); mount a tmpfs there",
+                 strerror(errno));
+        return -1;
+    }
+    capacity = (size_t) vfs.f_blocks * vfs.f_frsize;
+    slice = (cfg->slice_size + SLICE_ALIGN - 1) & ~(SLICE_ALIGN - 1);
+    if (slice == 0 && capacity > SMHEAP_REGION_HEADER_SIZE) {
+        slice = (capacity - SMHEAP_REGION_HEADER_SIZE) / (size_t) cfg->local_size;
+        slice = slice > MAX_AUTO_SLICE ? MAX_AUTO_SLICE : slice & ~(SLICE_ALIGN - 1);
+    }
+    if (slice < MIN_SLICE || slice > (capacity - SMHEAP_REGION_HEADER_SIZE) / cfg->local_size
+        || capacity < SMHEAP_REGION_HEADER_SIZE) {
+        snprintf(why, why_len,
+                 "/dev/shm holds %llu MiB, too small for a shared heap of %d rank(s) x %llu MiB; "
+                 "enlarge it (docker run --shm-size=..., or mount -o remount,size=... /dev/shm) "
+                 "or set MPIR_CVAR_CH3_SMHEAP_SIZE to at most %lluM (at least %lluM)",
+                 MiB(capacity), cfg->local_size, MiB(slice),
+                 MiB(capacity / cfg->local_size), MiB(MIN_SLICE));
+        return -1;
+    }
+    r->nslices = cfg->local_size;
+    r->slice_size = slice;
+    r->size = SMHEAP_REGION_HEADER_SIZE + slice * (size_t) cfg->local_size;
+    return 0;
+}
+
+static void *map_at(uintptr_t addr, size_t size, int fd)
+{
+    void *p = mmap((void *) addr, size, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+
+    if (p != MAP_FAILED && (uintptr_t) p != addr) {     /* a kernel without NOREPLACE */
+        munmap(p, size);
+        errno = EEXIST;
+        p = MAP_FAILED;
+    }
+    return p;
+}
+
+/* Count this rank as mapped; the last one removes the name. */
+static void mark_mapped(struct smheap_region *r, struct region_header *h)
+{
+    if (atomic_fetch_add(&h->mapped, 1) + 1 == h->nslices)
+        smheap_region_unlink(r);
+}
+
+static int create_region(struct smheap_region *r, char *why, size_t why_len)
+{
+    struct region_header *h;
+    int i;
+
+    if (ftruncate(r->fd, (off_t) r->size) != 0) {
+        snprintf(why, why_len, "cannot size %s (%s)", r->name, strerror(errno));
+        return -1;
+    }
+    for (i = 0; i < BASE_CANDIDATES; i++) {
+        uintptr_t base = FIRST_BASE + (uintptr_t) i * BASE_STEP;
+
+        if (map_at(base, r->size, r->fd) != MAP_FAILED) {
+            r->base = base;
+            break;
+        }
+    }
+    if (r->base == 0) {
+        snprintf(why, why_len, "found no free address range of %llu MiB for the shared heap",
+                 MiB(r->size));
+        h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+        if (h != MAP_FAILED) {  /* so that the other ranks stop waiting */
+            atomic_store_explicit(&h->magic, REGION_FAILED, memory_order_release);
+            munmap(h, sizeof(*h));
+        }
+        return -1;
+    }
+    h = (struct region_header *) r->base;
+    h->base = r->base;
+    h->size = r->size;
+    h->slice_size = r->slice_size;
+    h->nslices = (uint32_t) r->nslices;
+    h->uid = (uint32_t) geteuid();
+    memcpy(h->job_key, r->job_key, sizeof(h->job_key));
+    atomic_store_explicit(&h->magic, REGION_MAGIC, memory_order_release);
+    mark_mapped(r, h);
+    return 0;
+}
+
+/* Wait for the creator to publish the header, then check it describes this job. */
+static struct region_header *read_header(struct smheap_region *r, char *why, size_t why_len)
+{
+    struct timespec pause = { 0, 1000000 };
+    struct region_header *h;
+    struct stat st;
+    long waited_ms;
+
+    for (waited_ms = 0;; waited_ms++) {
+        if (fstat(r->fd, &st) != 0) {
+            snprintf(why, why_len, "cannot stat %s (%s)", r->name, strerror(errno));
+            return NULL;
+        }
+        if (st.st_uid != geteuid() || (st.st_mode & 0777) != 0600) {
+            snprintf(why, why_len, "/dev/shm%s exists but is not this user's private file; "
+                     "remove it", r->name);
+            return NULL;
+        }
+        if ((size_t) st.st_size >= sizeof(*h))
+            break;
+        if (waited_ms > JOIN_TIMEOUT_S * 1000)
+            goto timeout;
+        nanosleep(&pause, NULL);
+    }
+    h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+    if (h == MAP_FAILED) {
+        snprintf(why, why_len, "cannot map %s (%s)", r->name, strerror(errno));
+        return NULL;
+    }
+    for (; atomic_load_explicit(&h->magic, memory_order_acquire) != REGION_MAGIC; waited_ms++) {
+        if (atomic_load_explicit(&h->magic, memory_order_acquire) == REGION_FAILED) {
+            snprintf(why, why_len, "the local rank that creates %s could not map it", r->name);
+            munmap(h, sizeof(*h));
+            return NULL;
+        }
+        if (waited_ms > JOIN_TIMEOUT_S * 1000) {
+            munmap(h, sizeof(*h));
+            goto timeout;
+        }
+        nanosleep(&pause, NULL);
+    }
+    if (strncmp(h->job_key, r->job_key, sizeof(h->job_key)) != 0 || h->uid != geteuid() ||
+        h->nslices != (uint32_t) r->nslices || h->slice_size != r->slice_size) {
+        snprintf(why, why_len, "/dev/shm%s exists but is not this job's shared heap "
+                 "(%u ranks x %llu MiB, job %.40s; this rank expects %d x %llu MiB); remove it",
+                 r->name, h->nslices, MiB(h->slice_size), h->job_key, r->nslices,
+                 MiB(r->slice_size));
+        munmap(h, sizeof(*h));
+        return NULL;
+    }
+    return h;
+
+  timeout:
+    snprintf(why, why_len, "waited %d s for the local rank that creates %s; it did not finish",
+             JOIN_TIMEOUT_S, r->name);
+    return NULL;
+}
+
+static int join_region(struct smheap_region *r, char *why, size_t why_len)
+{
+    struct region_header *h = read_header(r, why, why_len);
+    int rc = 0;
+
+    if (h == NULL)
+        return -1;
+    r->base = (uintptr_t) h->base;
+    if (map_at(r->base, r->size, r->fd) == MAP_FAILED) {
+        snprintf(why, why_len, "cannot map the shared heap at %#lx, where the other ranks "
+                 "have it (%s)", (unsigned long) r->base, strerror(errno));
+        r->base = 0;
+        rc = -1;
+    }
+    mark_mapped(r, h);          /* counted either way, so the name is always removed */
+    munmap(h, sizeof(*h));
+    return rc;
+}
+
+int smheap_region_attach(const struct smheap_config *cfg, struct smheap_region *r,
+                         char *why, size_t why_len)
+{
+    int rc;
+
+    memset(r, 0, sizeof(*r));
+    r->fd = -1;
+    name_region(cfg, r);
+    if (size_region(cfg, r, why, why_len) != 0)
+        return -1;
+
+    r->fd = shm_open(r->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    r->created = r->fd >= 0;
+    if (r->fd < 0 && errno == EEXIST)
+        r->fd = shm_open(r->name, O_RDWR | O_CLOEXEC, 0);
+    if (r->fd < 0) {
+        snprintf(why, why_len, "cannot open /dev/shm%s (%s)", r->name, strerror(errno));
+        return -1;
+    }
+    rc = r->created ? create_region(r, why, why_len) : join_region(r, why, why_len);
+    if (rc != 0) {
+        if (r->created)
+            smheap_region_unlink(r);
+        close(r->fd);
+        r->fd = -1;
+        return -1;
+    }
+    r->slice = r->base + SMHEAP_REGION_HEADER_SIZE + (uintptr_t) cfg->local_rank * r->slice_size;
+    return 0;
+}
+
+int smheap_region_commit(const struct smheap_region *r, void *addr, size_t len)
+{
+    off_t offset = (off_t) ((uintptr_t) addr - r->base);
+
+    while (fallocate(r->fd, 0, offset, (off_t) len) != 0) {
+        if (errno != EINTR)
+            return -1;
+    }
+    return 0;
+}
+
+void smheap_region_decommit(const struct smheap_region *r, void *addr, size_t len)
+{
+    (void) r;
+    madvise(addr, len, MADV_REMOVE);
+}
+
+void smheap_region_unlink(const struct smheap_region *r)
+{
+    if (r->name[0] != '\0')
+        shm_unlink(r->name);
+}
