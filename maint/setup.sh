@@ -52,7 +52,8 @@ extract_inputs() {
     local d
     for d in "${graft_dirs[@]}"; do
         find "$top/$d" -name errnames.txt -exec cat {} +
-        find "$top/$d" \( -name '*.c' -o -name '*.h' \) -exec grep -ho '"\*\*[a-z_|]*' {} + | sort -u
+        find "$top/$d" \( -name '*.c' -o -name '*.h' \) -exec grep -ho '"\*\*[a-z_|]*' {} + |
+            sort -u || true     # a graft dir may have no error keys
         find "$top/$d" \( -name '*.c' -o -name '*.h' \) -exec \
             sed -n '/BEGIN_MPI_T_CVAR_INFO_BLOCK/,/END_MPI_T_CVAR_INFO_BLOCK/p' {} +
     done | sha256sum | cut -d' ' -f1
@@ -87,9 +88,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$(graft_inputs)" ]; then
     (cd "$src" && ./autogen.sh -quick > "$BUILD_DIR/autogen.log" 2>&1) ||
         { tail -30 "$BUILD_DIR/autogen.log"; exit 1; }
     grep -q "channels/smheap/subconfigure.m4" "$src/subsys_include.m4"
-    graft_inputs > "$stamp"
     extract_inputs > "$src/.smheap-extract"
     rm -rf "$BUILD_DIR/smheap-obj" "$BUILD_DIR/nemesis/obj"
+    graft_inputs > "$stamp"     # last: a failed preparation is redone next time
 fi
 sync_graft
 if [ "$(cat "$src/.smheap-extract" 2>/dev/null)" != "$(extract_inputs)" ]; then

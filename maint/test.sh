@@ -65,8 +65,12 @@ no_shm_leftovers_after_kill() {
     # Jobs killed with SIGKILL mid-run leave nothing in /dev/shm.
     local before after i
     before=$(ls /dev/shm | wc -l)
-    for i in 1 2 3; do
-        timeout -s KILL 1 "$bin/mpiexec" -n 4 "$work/spin" > /dev/null 2>&1
+    for i in $(seq 20); do
+        "$bin/mpiexec" -n 4 "$work/spin" > /dev/null 2>&1 &
+        sleep "0.$((i % 10))"   # some mid-start, most mid-run
+        pkill -KILL -f "$work/spin"
+        kill -KILL $! 2> /dev/null
+        wait $! 2> /dev/null
     done
     sleep 1
     after=$(ls /dev/shm | wc -l)
@@ -87,10 +91,59 @@ int main(int argc, char **argv)
 SPIN
 "$bin/mpicc" -o "$work/spin" "$work/spin.c" || failed=$((failed + 1))
 
+# The shared heap from the outside.  These checks are about the heap itself, so they turn
+# it on whatever the caller's environment says (the rest of the command also passes with
+# MPIR_CVAR_CH3_SMHEAP_ENABLE=0).
+heap_on=(env -u MPICH_CH3_SMHEAP_ENABLE -u MPIR_PARAM_CH3_SMHEAP_ENABLE
+         MPIR_CVAR_CH3_SMHEAP_ENABLE=1)
+heap_off_line='ch3:smheap: the shared heap is off'
+shm_too_small() {
+    # A job on a node whose /dev/shm cannot hold the heap runs on the private heap and says
+    # why, once.  A private mount namespace gives it a real 16 MiB /dev/shm.
+    local out
+    out=$(unshare -m sh -c "mount -t tmpfs -o size=16m tmpfs /dev/shm &&
+          timeout 120 ${heap_on[*]} '$bin/mpiexec' -n 4 '$work/ring'" 2>&1)
+    echo "$out"
+    echo "$out" | grep -q 'No Errors' &&
+        [ "$(echo "$out" | grep -c "$heap_off_line: /dev/shm holds 16 MiB, too small")" = 1 ]
+}
+dlopen_libmpi() {
+    local out
+    out=$(timeout 120 "${heap_on[@]}" "$bin/mpiexec" -n 2 "$work/dlopen_mpi" 2>&1)
+    echo "$out"
+    echo "$out" | grep -q 'No Errors' &&
+        [ "$(echo "$out" | grep -c "$heap_off_line: malloc is not the shared heap's")" = 1 ]
+}
+valgrind_clean() {
+    # A correct program that reads its peers' heap blocks, under memcheck: no errors.
+    timeout 300 "${heap_on[@]}" "$bin/mpiexec" -n 2 valgrind -q --error-exitcode=1 \
+        "$work/heapshare" |
+        grep 'No Errors'
+}
+valgrind_reports() {
+    # A use-after-free and a leak in the program are reported on heap blocks.
+    local out
+    out=$(timeout 300 "${heap_on[@]}" valgrind --leak-check=full --error-exitcode=1 \
+        "$work/use_after_free" 2>&1)
+    echo "$out"
+    echo "$out" | grep -q 'shared heap: on' &&
+        echo "$out" | grep -q 'Invalid read of size 4' &&
+        echo "$out" | grep -q "inside a block of size 256 free'd" &&
+        echo "$out" | grep -q '1,000 bytes in 1 blocks are definitely lost'
+}
+"$bin/mpicc" -o "$work/use_after_free" "$top/test/checks/use_after_free.c" || failed=$((failed + 1))
+"$bin/mpicc" -o "$work/heapshare" "$top/test/mpi/heap/heapshare.c" || failed=$((failed + 1))
+gcc -I"$prefix/include" -DLIBMPI="\"$prefix/lib/libmpi.so\"" -o "$work/dlopen_mpi" \
+    "$top/test/checks/dlopen_mpi.c" -ldl || failed=$((failed + 1))
+
 check device-is-smheap device_is_smheap
 check singleton-without-mpiexec singleton_without_mpiexec
 check multinode-refused multinode_refused
 check no-shm-leftovers-after-kill no_shm_leftovers_after_kill
+check shm-too-small shm_too_small
+check dlopen-libmpi dlopen_libmpi
+check valgrind-clean valgrind_clean
+check valgrind-reports-use-after-free-and-leak valgrind_reports
 
 echo "== 3. the project's MPI tests"
 "$top/maint/run-suite.sh" --project --install "$prefix" | tee "$log/project.log"

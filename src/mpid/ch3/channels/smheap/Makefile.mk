@@ -21,6 +21,7 @@ noinst_HEADERS +=                                          \
     src/mpid/ch3/channels/smheap/include/mpid_nem_impl.h
 
 mpi_core_sources +=                                        \
+    src/mpid/ch3/channels/smheap/src/ch3_heap.c            \
     src/mpid/ch3/channels/smheap/src/ch3_init.c            \
     src/mpid/ch3/channels/smheap/src/ch3_finalize.c        \
     src/mpid/ch3/channels/smheap/src/ch3_isend.c           \

@@ -22,6 +22,11 @@ void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc);
 /* Sending (ch3_isend.c) */
 int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov);
 
+/* The shared heap (src/ch3_heap.c): checked at MPI_Init; 1 if every local rank allocates
+ * from the same shared region, so a peer's heap buffer can be read directly. */
+int MPIDI_CH3I_Smheap_heap_init(int local_size, int local_rank);
+extern int MPIDI_CH3I_Smheap_heap_shared;
+
 #define MPIDI_CH3I_Sendq_empty(vc) ((vc)->ch.sendq_head == NULL)
 
 static inline void MPIDI_CH3I_Sendq_enqueue(MPIDI_VC_t * vc, MPIR_Request * sreq)

@@ -112,6 +112,8 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
 
     mpi_errno = MPIDI_CH3I_Smheap_queue_init(pg_p->size, pg_rank);
     MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3I_Smheap_heap_init(pg_p->size, pg_rank);
+    MPIR_ERR_CHECK(mpi_errno);
     channel_initialized = 1;
 
     mpi_errno = MPIDI_CH3I_Progress_init();

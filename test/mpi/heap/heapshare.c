@@ -1,0 +1,62 @@
+/* A buffer malloc'd in one rank is read, by raw pointer, in every other rank: each rank
+ * fills a block and publishes its address; every rank checks every other rank's block.
+ * With MPIR_CVAR_CH3_SMHEAP_ENABLE=0 there is no shared heap, and the test checks that the
+ * channel says so instead. */
+#include <stdint.h>
+#include <stdlib.h>
+#include "heap_common.h"
+
+#define BYTES (8 << 20)
+
+int main(int argc, char **argv)
+{
+    int rank, size, prov, errs = 0, enabled;
+    unsigned long long shared;
+    unsigned char *mine;
+    uintptr_t *addrs;
+
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &prov);
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    enabled = heap_enabled();
+    shared = heap_pvar("smheap_heap_shared");
+
+    if (enabled != 0 && shared != 1) {
+        printf("rank %d: heap enabled (%d) but smheap_heap_shared = %llu\n", rank, enabled,
+               shared);
+        errs++;
+    } else if (enabled == 0 && shared != 0) {
+        printf("rank %d: heap disabled but smheap_heap_shared = %llu\n", rank, shared);
+        errs++;
+    } else if (shared == 1) {
+        mine = malloc(BYTES);
+        for (size_t i = 0; i < BYTES; i++)
+            mine[i] = (unsigned char) (rank * 31 + i % 253);
+        addrs = malloc(size * sizeof(*addrs));
+        addrs[rank] = (uintptr_t) mine;
+        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, addrs, sizeof(*addrs), MPI_BYTE,
+                      MPI_COMM_WORLD);
+        for (int r = 0; r < size; r++) {
+            const unsigned char *theirs = (const unsigned char *) addrs[r];
+
+            for (size_t i = 0; i < BYTES; i++)
+                if (theirs[i] != (unsigned char) (r * 31 + i % 253)) {
+                    printf("rank %d: byte %zu of rank %d's block differs\n", rank, i, r);
+                    errs++;
+                    break;
+                }
+        }
+        MPI_Barrier(MPI_COMM_WORLD);    /* nobody frees a block still being read */
+        free(mine);
+        free(addrs);
+    }
+
+    int tot;
+    MPI_Reduce(&errs, &tot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf(tot ? "Found %d errors\n" : " No Errors\n", tot);
+    MPI_Finalize();
+    MPI_T_finalize();
+    return 0;
+}

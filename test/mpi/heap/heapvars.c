@@ -1,0 +1,60 @@
+/* The shared heap's CVARs and MPI_T performance variables: bytes in use move with malloc
+ * and free, and allocations made while the heap is off are counted. */
+#include <stdlib.h>
+#include "heap_common.h"
+
+int main(int argc, char **argv)
+{
+    const char *pvars[] = { "smheap_heap_bytes_in_use", "smheap_heap_shared",
+        "smheap_glibc_full", "smheap_glibc_off" };
+    const char *cvars[] = { "MPIR_CVAR_CH3_SMHEAP_ENABLE", "MPIR_CVAR_CH3_SMHEAP_SIZE" };
+    int rank, prov, errs = 0, idx, enabled;
+    unsigned long long before, during, after;
+    void *volatile p;
+
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &prov);
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+    for (int i = 0; i < 2; i++)
+        if (MPI_T_cvar_get_index(cvars[i], &idx) != MPI_SUCCESS) {
+            printf("CVAR %s not found\n", cvars[i]);
+            errs++;
+        }
+    for (int i = 0; i < 4; i++)
+        if (heap_pvar_index(pvars[i]) < 0) {
+            printf("pvar %s not found\n", pvars[i]);
+            errs++;
+        }
+    enabled = heap_enabled();
+
+    if (enabled) {
+        before = heap_pvar("smheap_heap_bytes_in_use");
+        p = malloc(8 << 20);
+        during = heap_pvar("smheap_heap_bytes_in_use");
+        free(p);
+        after = heap_pvar("smheap_heap_bytes_in_use");
+        if (during < before + (8 << 20) || after > during - (8 << 20)) {
+            printf("bytes in use %llu -> %llu -> %llu around an 8 MiB block\n", before,
+                   during, after);
+            errs++;
+        }
+    } else {
+        before = heap_pvar("smheap_glibc_off");
+        p = malloc(1000);
+        free(p);
+        after = heap_pvar("smheap_glibc_off");
+        if (after <= before) {
+            printf("smheap_glibc_off did not count a malloc with the heap off\n");
+            errs++;
+        }
+    }
+
+    int tot;
+    MPI_Reduce(&errs, &tot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf(tot ? "Found %d errors\n" : " No Errors\n", tot);
+    MPI_Finalize();
+    MPI_T_finalize();
+    return 0;
+}
