@@ -22,6 +22,7 @@
 #include "smheap_config.h"
 #include "smheap_engine.h"
 #include "smheap_region.h"
+#include "smheap_valgrind.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -32,14 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#else
-#define RUNNING_ON_VALGRIND 0
-#define VALGRIND_MALLOCLIKE_BLOCK(p, size, redzone, zeroed) ((void) 0)
-#define VALGRIND_FREELIKE_BLOCK(p, redzone) ((void) 0)
-#endif
 
 #define PUBLIC __attribute__((visibility("default")))
 
@@ -87,6 +80,11 @@ static void start_heap(void)
 
     if (!atomic_compare_exchange_strong(&state, &expected, HEAP_STARTING))
         return;         /* another thread got there first */
+    /* glibc initializes its malloc on its first call and gives the calling thread the main
+     * arena without counting it, assuming that caller is the only thread.  With the heap on,
+     * that first call could come from two threads at once (a full slice, an exiting
+     * thread) and glibc's arena count would underflow: make it here, while single-threaded. */
+    __libc_free(__libc_malloc(1));
     if (smheap_config_read(&config) != 0) {
         /* MPI_Init stops the job with this message; say it now too, with the value, in
          * case MPICH's own parsing of the variable stops it first. */
@@ -416,6 +414,18 @@ int smheap_selftest(char *why, size_t why_len)
     if (!smheap_active()) {
         snprintf(why, why_len, "%s", off_reason[0] ? off_reason : "it never started");
         return -1;
+    }
+    if (RUNNING_ON_VALGRIND) {  /* memcheck replaces every malloc it finds by default */
+        int served;
+
+        p = malloc_fn(mib);
+        served = in_region(p);
+        free_fn(p);
+        if (!served) {
+            snprintf(why, why_len, "valgrind replaced malloc; run valgrind with "
+                     "--soname-synonyms=somalloc=nouserintercepts to keep the shared heap");
+            return -1;
+        }
     }
     if (selftest_block(malloc_fn(4 * mib), "malloc",
                        smheap_counter_total(SMHEAP_SHARED_FREES), why, why_len) != 0)

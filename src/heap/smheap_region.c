@@ -13,6 +13,7 @@
 
 #define _GNU_SOURCE
 #include "smheap_region.h"
+#include "smheap_valgrind.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,14 +110,25 @@ static int size_region(const struct smheap_config *cfg, struct smheap_region *r,
         slice = (capacity - SMHEAP_REGION_HEADER_SIZE) / (size_t) cfg->local_size;
         slice = slice > MAX_AUTO_SLICE ? MAX_AUTO_SLICE : slice & ~(SLICE_ALIGN - 1);
     }
-    if (slice < MIN_SLICE || slice > (capacity - SMHEAP_REGION_HEADER_SIZE) / cfg->local_size
-        || capacity < SMHEAP_REGION_HEADER_SIZE) {
-        snprintf(why, why_len,
-                 "/dev/shm holds %llu MiB, too small for a shared heap of %d rank(s) x %llu MiB; "
-                 "enlarge it (docker run --shm-size=..., or mount -o remount,size=... /dev/shm) "
-                 "or set MPIR_CVAR_CH3_SMHEAP_SIZE to at most %lluM (at least %lluM)",
-                 MiB(capacity), cfg->local_size, MiB(slice),
-                 MiB(capacity / cfg->local_size), MiB(MIN_SLICE));
+    if (cfg->slice_size != 0 && slice < MIN_SLICE) {
+        snprintf(why, why_len, "MPIR_CVAR_CH3_SMHEAP_SIZE asks for %llu MiB per rank, below "
+                 "the minimum of %llu MiB", MiB(slice), MiB(MIN_SLICE));
+        return -1;
+    }
+    if (capacity < SMHEAP_REGION_HEADER_SIZE + MIN_SLICE * (size_t) cfg->local_size) {
+        snprintf(why, why_len, "/dev/shm holds %llu MiB, too small for a shared heap of %d "
+                 "rank(s) (at least %llu MiB each); enlarge it to at least %llu MiB "
+                 "(docker run --shm-size=..., or mount -o remount,size=... /dev/shm)",
+                 MiB(capacity), cfg->local_size, MiB(MIN_SLICE),
+                 MiB(SMHEAP_REGION_HEADER_SIZE + MIN_SLICE * (size_t) cfg->local_size));
+        return -1;
+    }
+    if (slice > (capacity - SMHEAP_REGION_HEADER_SIZE) / (size_t) cfg->local_size) {
+        snprintf(why, why_len, "/dev/shm holds %llu MiB, too small for a shared heap of %d "
+                 "rank(s) x %llu MiB; set MPIR_CVAR_CH3_SMHEAP_SIZE between %lluM and %lluM, "
+                 "or enlarge /dev/shm", MiB(capacity), cfg->local_size, MiB(slice),
+                 MiB(MIN_SLICE),
+                 MiB((capacity - SMHEAP_REGION_HEADER_SIZE) / (size_t) cfg->local_size));
         return -1;
     }
     r->nslices = cfg->local_size;
@@ -261,6 +273,22 @@ static int join_region(struct smheap_region *r, char *why, size_t why_len)
     return rc;
 }
 
+/* The region stays mapped until the process ends; tell memcheck so before it checks
+ * that every disabled error range was re-enabled. */
+static struct smheap_region *valgrind_region;
+
+static void __attribute__((destructor)) valgrind_forget_region(void)
+{
+    struct smheap_region *r = valgrind_region;
+
+    if (r != NULL) {
+        VALGRIND_ENABLE_ADDR_ERROR_REPORTING_IN_RANGE((void *) r->base, r->slice - r->base);
+        VALGRIND_ENABLE_ADDR_ERROR_REPORTING_IN_RANGE((void *) (r->slice + r->slice_size),
+                                                      r->base + r->size - r->slice -
+                                                      r->slice_size);
+    }
+}
+
 int smheap_region_attach(const struct smheap_config *cfg, struct smheap_region *r,
                          char *why, size_t why_len)
 {
@@ -289,6 +317,14 @@ int smheap_region_attach(const struct smheap_config *cfg, struct smheap_region *
         return -1;
     }
     r->slice = r->base + SMHEAP_REGION_HEADER_SIZE + (uintptr_t) cfg->local_rank * r->slice_size;
+    if (RUNNING_ON_VALGRIND) {  /* see smheap_valgrind.h */
+        VALGRIND_MAKE_MEM_NOACCESS((void *) r->base, r->size);
+        VALGRIND_DISABLE_ADDR_ERROR_REPORTING_IN_RANGE((void *) r->base, r->slice - r->base);
+        VALGRIND_DISABLE_ADDR_ERROR_REPORTING_IN_RANGE((void *) (r->slice + r->slice_size),
+                                                       r->base + r->size - r->slice -
+                                                       r->slice_size);
+        valgrind_region = r;
+    }
     return 0;
 }
 
@@ -300,6 +336,7 @@ int smheap_region_commit(const struct smheap_region *r, void *addr, size_t len)
         if (errno != EINTR)
             return -1;
     }
+    VALGRIND_MAKE_MEM_DEFINED(addr, len);       /* fresh pages read as zeros */
     return 0;
 }
 
@@ -307,6 +344,7 @@ void smheap_region_decommit(const struct smheap_region *r, void *addr, size_t le
 {
     (void) r;
     madvise(addr, len, MADV_REMOVE);
+    VALGRIND_MAKE_MEM_NOACCESS(addr, len);
 }
 
 void smheap_region_unlink(const struct smheap_region *r)

@@ -42,6 +42,8 @@ run malformed-size-empty "MPIR_CVAR_CH3_SMHEAP_SIZE= is not a size" \
     MPIR_CVAR_CH3_SMHEAP_SIZE= "$t" off
 run malformed-local-rank "MPI_LOCALRANKID=x and MPI_LOCALNRANKS=2" \
     MPI_LOCALRANKID=x MPI_LOCALNRANKS=2 "$t" off
+run size-below-minimum "asks for 8 MiB per rank, below the minimum of 16 MiB" \
+    MPIR_CVAR_CH3_SMHEAP_SIZE=8M "$t" off
 run shm-too-small "/dev/shm holds [0-9]+ MiB, too small .*MPIR_CVAR_CH3_SMHEAP_SIZE" \
     MPIR_CVAR_CH3_SMHEAP_SIZE=1T "$t" off
 

@@ -44,7 +44,8 @@ noinst_HEADERS +=                                          \
     src/heap/smheap_config.h                               \
     src/heap/smheap_engine.h                               \
     src/heap/smheap_region.h                               \
-    src/heap/smheap_stats.h
+    src/heap/smheap_stats.h                                \
+    src/heap/smheap_valgrind.h
 
 mpi_core_sources +=                                        \
     src/heap/smheap_config.c                               \
