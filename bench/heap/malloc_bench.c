@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     mix = argc > 1 && strcmp(argv[1], "mix") == 0;
     threads = argc > 2 ? atoi(argv[2]) : 1;
-    steps = argc > 3 ? atol(argv[3]) : (mix ? 400000 : 4000000);
+    steps = argc > 3 ? atol(argv[3]) : (mix ? 4000000 : 20000000);
     if (threads < 1 || threads > 64)
         threads = 1;
 

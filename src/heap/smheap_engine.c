@@ -3,8 +3,8 @@
  * from this rank's slice of the region.
  *
  * jemalloc (Debian's source package, built by maint/setup.sh with the prefix smheap_je_,
- * hidden symbols and global-dynamic TLS so that a dlopen()ed libmpi still loads) gets one
- * arena whose extent hooks hand out the slice with a bump pointer.  Its metadata stays in
+ * hidden symbols and global-dynamic TLS so that a dlopen()ed libmpi still loads) gets a
+ * few arenas whose extent hooks hand out the slice with a bump pointer.  Their metadata stays in
  * private memory (metadata_use_hooks = false), so a forked child that runs jemalloc's
  * fork handlers cannot rewrite the parent's arena.  Pages are committed with fallocate
  * before jemalloc touches them (a full tmpfs becomes a NULL here, never a SIGBUS) and
@@ -17,16 +17,20 @@
 
 #include <jemalloc/jemalloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 /* jemalloc's options for this embedded copy (a user's MALLOC_CONF is for their own
- * jemalloc, not this one): cache blocks up to 1 MiB per thread, decommit freed pages
- * straight away once they decay instead of keeping them "muzzy" (MADV_FREE does nothing
- * on shared memory), and no arenas beyond the one made here. */
-const char *smheap_je_malloc_conf = "tcache_max:1048576,muzzy_decay_ms:0,narenas:1";
+ * jemalloc, not this one): cache blocks up to 1 MiB per thread (4x the throughput of
+ * jemalloc's default on a mix with large blocks), but fewer small blocks per size class
+ * (bench/heap: peak RSS 1.08x glibc's instead of 1.11x, same throughput); decommit
+ * freed pages once they decay instead of keeping them "muzzy" (MADV_FREE does nothing on
+ * shared memory); and no automatic arenas beyond the one jemalloc needs itself. */
+const char *smheap_je_malloc_conf = "tcache_max:1048576,tcache_nslots_small_max:32,"
+    "lg_tcache_nslots_mul:-1,muzzy_decay_ms:0,narenas:1";
 
 /* experimental.arenas_create_ext's argument; jemalloc 5.3.0 keeps this struct in an
  * internal header (include/jemalloc/internal/arena_types.h), so it is repeated here. */
@@ -35,8 +39,15 @@ struct arena_config {
     bool metadata_use_hooks;
 };
 
+/* Threads spread over a few arenas (one per two CPUs: each arena costs some memory in
+ * partly used slabs), so they do not all queue on one arena's locks; all of them take
+ * extents from the same slice. */
+#define MAX_ARENAS 8
+
 static const struct smheap_region *region;
-static unsigned arena;
+static unsigned arenas[MAX_ARENAS];
+static unsigned narenas;
+static atomic_uint next_arena;
 static pthread_mutex_t bump_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t bump, slice_end;
 static int tmpfs_full;
@@ -142,18 +153,22 @@ static extent_hooks_t slice_hooks = {
 int smheap_engine_start(const struct smheap_region *r, char *why, size_t why_len)
 {
     struct arena_config config = { &slice_hooks, false };
-    size_t len = sizeof(arena);
-    int rc;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned want = cpus < 4 ? 1 : cpus / 2 > MAX_ARENAS ? MAX_ARENAS : (unsigned) cpus / 2;
 
     region = r;
     bump = r->slice;
     slice_end = r->slice + r->slice_size;
-    rc = smheap_je_mallctl("experimental.arenas_create_ext", &arena, &len, &config,
-                           sizeof(config));
-    if (rc != 0) {
-        snprintf(why, why_len, "jemalloc could not create the slice's arena (%s)",
-                 strerror(rc));
-        return -1;
+    for (narenas = 0; narenas < want; narenas++) {
+        size_t len = sizeof(arenas[0]);
+        int rc = smheap_je_mallctl("experimental.arenas_create_ext", &arenas[narenas], &len,
+                                   &config, sizeof(config));
+
+        if (rc != 0) {
+            snprintf(why, why_len, "jemalloc could not create an arena on the slice (%s)",
+                     strerror(rc));
+            return -1;
+        }
     }
     return 0;
 }
@@ -167,6 +182,7 @@ enum thread_phase { THREAD_NEW, THREAD_STARTING, THREAD_READY, THREAD_EXITED };
 static __thread struct {
     unsigned char phase;
     unsigned tcache;
+    unsigned arena;
 } self;
 
 extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *arg, void *dso_handle);
@@ -184,6 +200,8 @@ static void thread_start(void)
 {
     size_t len = sizeof(self.tcache);
 
+    self.arena = arenas[atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) %
+                        narenas];
     self.phase = THREAD_STARTING;       /* registering may allocate: no tcache yet */
     __cxa_thread_atexit_impl(thread_exit, NULL, &__dso_handle);
     if (smheap_je_mallctl("tcache.create", &self.tcache, &len, NULL, 0) == 0)
@@ -205,7 +223,7 @@ void *smheap_engine_alloc(size_t size, size_t alignment, int zero)
         if (self.phase == THREAD_NEW)
             thread_start();
     }
-    flags = MALLOCX_ARENA(arena) | tcache_flag();
+    flags = MALLOCX_ARENA(self.arena) | tcache_flag();
     if (alignment)
         flags |= MALLOCX_ALIGN(alignment);
     if (zero)
@@ -217,7 +235,9 @@ void *smheap_engine_resize(void *p, size_t size)
 {
     if (self.phase == THREAD_EXITED)
         return NULL;
-    return smheap_je_rallocx(p, size ? size : 1, MALLOCX_ARENA(arena) | tcache_flag());
+    if (self.phase == THREAD_NEW)
+        thread_start();
+    return smheap_je_rallocx(p, size ? size : 1, MALLOCX_ARENA(self.arena) | tcache_flag());
 }
 
 void smheap_engine_free(void *p)

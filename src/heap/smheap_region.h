@@ -21,6 +21,7 @@ struct smheap_region {
     size_t slice_size;
     uintptr_t slice;            /* this rank's slice */
     int created;                /* this rank created the file */
+    uint64_t *backed;           /* one bit per chunk of the slice known fully backed */
 };
 
 /* Create or join this job's region and map it.  Returns 0, or -1 with a message in why
