@@ -107,6 +107,17 @@ shm_too_small() {
     echo "$out" | grep -q 'No Errors' &&
         [ "$(echo "$out" | grep -c "$heap_off_line: /dev/shm holds 16 MiB, too small")" = 1 ]
 }
+two_jobs_at_once() {
+    # Two jobs on the node at the same time each get their own shared heap.
+    local a b
+    "${heap_on[@]}" timeout 120 "$bin/mpiexec" -n 2 "$work/heapshare" > "$log/job-a.out" 2>&1 &
+    a=$!
+    "${heap_on[@]}" timeout 120 "$bin/mpiexec" -n 3 "$work/heapshare" > "$log/job-b.out" 2>&1 &
+    b=$!
+    wait $a; wait $b
+    cat "$log/job-a.out" "$log/job-b.out"
+    grep -q 'No Errors' "$log/job-a.out" && grep -q 'No Errors' "$log/job-b.out"
+}
 dlopen_libmpi() {
     local out
     out=$(timeout 120 "${heap_on[@]}" "$bin/mpiexec" -n 2 "$work/dlopen_mpi" 2>&1)
@@ -150,6 +161,7 @@ check device-is-smheap device_is_smheap
 check singleton-without-mpiexec singleton_without_mpiexec
 check multinode-refused multinode_refused
 check no-shm-leftovers-after-kill no_shm_leftovers_after_kill
+check two-jobs-at-once two_jobs_at_once
 check shm-too-small shm_too_small
 check dlopen-libmpi dlopen_libmpi
 check valgrind-clean valgrind_clean

@@ -228,8 +228,16 @@ static struct region_header *read_header(struct smheap_region *r, char *why, siz
         return NULL;
     }
     for (; atomic_load_explicit(&h->magic, memory_order_acquire) != REGION_MAGIC; waited_ms++) {
-        if (atomic_load_explicit(&h->magic, memory_order_acquire) == REGION_FAILED) {
+        uint64_t magic = atomic_load_explicit(&h->magic, memory_order_acquire);
+
+        if (magic == REGION_FAILED) {
             snprintf(why, why_len, "the local rank that creates %s could not map it", r->name);
+            munmap(h, sizeof(*h));
+            return NULL;
+        }
+        if (magic != 0) {       /* the creator writes 0 (ftruncate) and then REGION_MAGIC */
+            snprintf(why, why_len, "/dev/shm%s exists but is not a shared heap; remove it",
+                     r->name);
             munmap(h, sizeof(*h));
             return NULL;
         }
@@ -304,8 +312,13 @@ int smheap_region_attach(const struct smheap_config *cfg, struct smheap_region *
 
     r->fd = shm_open(r->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     r->created = r->fd >= 0;
+    if (r->fd < 0 && errno == EEXIST && cfg->singleton) {
+        snprintf(why, why_len, "/dev/shm%s exists, but no other process of this job can have "
+                 "made it; remove it", r->name);
+        return -1;
+    }
     if (r->fd < 0 && errno == EEXIST)
-        r->fd = shm_open(r->name, O_RDWR | O_CLOEXEC, 0);
+        r->fd = shm_open(r->name, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
     if (r->fd < 0) {
         snprintf(why, why_len, "cannot open /dev/shm%s (%s)", r->name, strerror(errno));
         return -1;

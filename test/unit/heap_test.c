@@ -6,6 +6,8 @@
 #include "smheap.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -402,6 +404,61 @@ static int rank_reader(int fd)
     return failures;
 }
 
+/* A file in /dev/shm under the name this process's heap will use, that this job did not
+ * make: the heap must stay off and say so, never share it.  The name is computed as the
+ * region does (uid, the job's pid, its start time) in a child that then execs the test:
+ * kind "singleton" (the child's own name), or "joiner-junk" and "joiner-mode" (rank 1 of 2,
+ * named after this process, with garbage in the file or a mode other than 0600). */
+static int test_foreign_file(const char *self, const char *kind)
+{
+    int singleton = !strcmp(kind, "singleton"), mode = strcmp(kind, "joiner-mode") ? 0600 : 0644;
+    int status;
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        pid_t owner = singleton ? getpid() : getppid();
+        char path[128], stat[1024], *p;
+        unsigned long long start = 0;
+        FILE *f;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) owner);
+        f = fopen(path, "r");
+        if (f == NULL || fgets(stat, sizeof(stat), f) == NULL)
+            _exit(90);
+        fclose(f);
+        p = strrchr(stat, ')');
+        for (int field = 2; p != NULL && field < 22; field++)
+            p = strchr(p + 1, ' ');
+        if (p == NULL || sscanf(p + 1, "%llu", &start) != 1)
+            _exit(91);
+        snprintf(path, sizeof(path), "/dev/shm/smheap-%u-%d-%llu%s", (unsigned) geteuid(),
+                 (int) owner, start, singleton ? "-s" : "");
+        fd = open(path, O_CREAT | O_EXCL | O_RDWR, mode);
+        if (fd < 0 || fchmod(fd, mode) != 0 || ftruncate(fd, 1 << 20) != 0 ||
+            write(fd, "not a heap, not a heap, not a heap", 34) != 34)
+            _exit(92);
+        close(fd);
+        if (!singleton) {
+            setenv("MPI_LOCALRANKID", "1", 1);
+            setenv("MPI_LOCALNRANKS", "2", 1);
+        }
+        execl(self, self, "off-foreign", path, (char *) NULL);
+        _exit(94);
+    }
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "foreign-file child failed (status %d)", status);
+    return failures;
+}
+
+static int test_off_foreign(const char *path)
+{
+    int rc = test_off();
+
+    CHECK(unlink(path) == 0, "the foreign file %s must be left alone", path);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     const char *c = argc > 1 ? argv[1] : "";
@@ -423,6 +480,10 @@ int main(int argc, char **argv)
         rc = test_off();
     else if (!strcmp(c, "selftest"))
         rc = test_selftest();
+    else if (!strcmp(c, "foreign-file") && argc > 2)
+        rc = test_foreign_file(argv[0], argv[2]);
+    else if (!strcmp(c, "off-foreign") && argc > 2)
+        rc = test_off_foreign(argv[2]);
     else if (!strcmp(c, "two-ranks"))
         rc = test_two_ranks(argv[0]);
     else if (!strcmp(c, "writer") && argc > 2)
