@@ -107,6 +107,25 @@ shm_too_small() {
     echo "$out" | grep -q 'No Errors' &&
         [ "$(echo "$out" | grep -c "$heap_off_line: /dev/shm holds 16 MiB, too small")" = 1 ]
 }
+tmpfs_full_later() {
+    # A 64 MiB /dev/shm holds the 48 MiB heap, but another file already uses 40 MiB of it:
+    # the heap runs out of tmpfs pages while the program allocates, and allocations go on
+    # from glibc, counted, with one message; no SIGBUS.
+    local out
+    out=$(unshare -m sh -c "mount -t tmpfs -o size=64m tmpfs /dev/shm &&
+          head -c 40M /dev/zero > /dev/shm/filler &&
+          ${heap_on[*]} MPIR_CVAR_CH3_SMHEAP_SIZE=48M timeout 120 '$work/fill_heap' 40" 2>&1)
+    echo "$out"
+    echo "$out" | grep -q 'No Errors' && echo "$out" | grep -q 'glibc_full [1-9]' &&
+        [ "$(echo "$out" | grep -c 'smheap: /dev/shm is full')" = 1 ]
+}
+malformed_setting_stops_job() {
+    local out
+    out=$(MPIR_CVAR_CH3_SMHEAP_SIZE=12X timeout 60 "$bin/mpiexec" -n 2 "$work/ring" 2>&1)
+    [ $? != 0 ] || { echo "$out"; echo "the job did not stop"; return 1; }
+    echo "$out"
+    echo "$out" | grep -q 'MPIR_CVAR_CH3_SMHEAP_SIZE=12X is not a size'
+}
 two_jobs_at_once() {
     # Two jobs on the node at the same time each get their own shared heap.
     local a b
@@ -154,6 +173,7 @@ valgrind_reports() {
 }
 "$bin/mpicc" -o "$work/use_after_free" "$top/test/checks/use_after_free.c" || failed=$((failed + 1))
 "$bin/mpicc" -o "$work/heapshare" "$top/test/mpi/heap/heapshare.c" || failed=$((failed + 1))
+"$bin/mpicc" -o "$work/fill_heap" "$top/test/checks/fill_heap.c" || failed=$((failed + 1))
 gcc -I"$prefix/include" -DLIBMPI="\"$prefix/lib/libmpi.so\"" -o "$work/dlopen_mpi" \
     "$top/test/checks/dlopen_mpi.c" -ldl || failed=$((failed + 1))
 
@@ -162,6 +182,8 @@ check singleton-without-mpiexec singleton_without_mpiexec
 check multinode-refused multinode_refused
 check no-shm-leftovers-after-kill no_shm_leftovers_after_kill
 check two-jobs-at-once two_jobs_at_once
+check tmpfs-full-later tmpfs_full_later
+check malformed-setting-stops-job malformed_setting_stops_job
 check shm-too-small shm_too_small
 check dlopen-libmpi dlopen_libmpi
 check valgrind-clean valgrind_clean

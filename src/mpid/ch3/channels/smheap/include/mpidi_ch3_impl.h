@@ -25,6 +25,15 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov);
 /* The shared heap (src/ch3_heap.c): checked at MPI_Init; 1 if every local rank allocates
  * from the same shared region, so a peer's heap buffer can be read directly. */
 int MPIDI_CH3I_Smheap_heap_init(int local_size, int local_rank);
+
+/* Single-copy rendezvous (src/ch3_rndv.c): the VC's rndvSend_fn and rndvRecv_fn, and the
+ * handlers of the channel's packets. */
+int MPIDI_CH3I_Smheap_RndvSend(MPIR_Request ** sreq_p, const void *buf, MPI_Aint count,
+                               MPI_Datatype datatype, int dt_contig, intptr_t data_sz,
+                               MPI_Aint dt_true_lb, int rank, int tag, MPIR_Comm * comm,
+                               int context_offset);
+int MPIDI_CH3I_Smheap_RndvRecv(MPIDI_VC_t * vc, MPIR_Request * rreq);
+int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int arraySize);
 extern int MPIDI_CH3I_Smheap_heap_shared;
 
 #define MPIDI_CH3I_Sendq_empty(vc) ((vc)->ch.sendq_head == NULL)

@@ -46,9 +46,16 @@ typedef struct MPIDI_CH3I_VC {
 
 struct MPIDI_CH3I_Request {
     struct MPIDI_VC *vc;
+    /* A single-copy rendezvous receive: where the sender's data lies in the shared heap
+     * (NULL for ch3's own rendezvous). */
+    const void *peer_buf;
 };
 
 #define MPIDI_CH3_REQUEST_DECL struct MPIDI_CH3I_Request ch;
+#define MPIDI_CH3_REQUEST_INIT(req_) ((req_)->ch.peer_buf = NULL)
+
+/* The channel's packets: single-copy rendezvous (src/ch3_rndv.c). */
+#define MPIDI_CH3_PKT_ENUM MPIDI_CH3I_SMHEAP_PKT_RTS, MPIDI_CH3I_SMHEAP_PKT_DONE
 
 typedef struct MPIDI_CH3I_Progress_state {
     int completion_count;

@@ -145,6 +145,8 @@ int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
     vc->ch.draining = FALSE;
     vc->ch.recv_active = NULL;
     vc->ch.peer_local_rank = -1;
+    vc->rndvSend_fn = MPIDI_CH3I_Smheap_RndvSend;
+    vc->rndvRecv_fn = MPIDI_CH3I_Smheap_RndvRecv;
 
     if (channel_initialized && vc->pg == MPIDI_Process.my_pg &&
         vc->pg_rank != smheap_queue.my_rank)

@@ -380,6 +380,8 @@ int MPIDI_CH3I_Progress_init(void)
                         "**ch3|pktarraytoosmall");
     mpi_errno = MPIDI_CH3_PktHandler_Init(pktArray, PKTARRAY_SIZE);
     MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3I_Smheap_rndv_init(pktArray, PKTARRAY_SIZE);
+    MPIR_ERR_CHECK(mpi_errno);
 
     peer_vcs = MPL_calloc(smheap_queue.nranks, sizeof(MPIDI_VC_t *), MPL_MEM_ADDRESS);
     MPIR_ERR_CHKANDJUMP(peer_vcs == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
