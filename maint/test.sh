@@ -62,12 +62,15 @@ multinode_refused() {
         echo "$out" | grep -q 'ch3:nemesis'
 }
 no_shm_leftovers_after_kill() {
-    # Jobs killed with SIGKILL mid-run leave nothing in /dev/shm.
-    local before after i
+    # Jobs killed with SIGKILL mid-run (every rank past MPI_Init, exchanging messages and
+    # holding heap memory) leave nothing in /dev/shm.
+    local before after i t
     before=$(ls /dev/shm | wc -l)
     for i in $(seq 20); do
-        "$bin/mpiexec" -n 4 "$work/spin" > /dev/null 2>&1 &
-        sleep "0.$((i % 10))"   # some mid-start, most mid-run
+        "$bin/mpiexec" -n 4 "$work/spin" > "$log/spin.out" 2>&1 &
+        for t in $(seq 200); do grep -q running "$log/spin.out" && break; sleep 0.05; done
+        grep -q running "$log/spin.out" || { echo "job $i never ran"; cat "$log/spin.out"; }
+        sleep "0.0$((i % 10))"
         pkill -KILL -f "$work/spin"
         kill -KILL $! 2> /dev/null
         wait $! 2> /dev/null
@@ -79,12 +82,23 @@ no_shm_leftovers_after_kill() {
 }
 cat > "$work/spin.c" <<'SPIN'
 #include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 int main(int argc, char **argv)
 {   /* initialized ranks that exchange messages until killed */
     int rank, size, x = 0;
+    char *block;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    block = malloc(64 << 20);
+    memset(block, rank, 64 << 20);
+    MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("running\n");
+        fflush(stdout);
+    }
     for (;;)
         MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 }

@@ -2,11 +2,14 @@
  * smheap -- the region: one shared-memory file per node per job, mapped at the same
  * address in every local rank, cut into one slice per rank.
  *
- * The first local rank to start creates the file (O_CREAT|O_EXCL, mode 0600), picks a free
- * address range, maps the file there and publishes the address in the header; the others
- * open the file, check that it is this job's, and map it at the published address with
- * MAP_FIXED_NOREPLACE, so nothing already mapped is ever replaced.  The last rank to map it
- * unlinks the name, so a job that dies any way at all leaves nothing in /dev/shm.
+ * The first local rank to start wins an election (binding an abstract UNIX socket named
+ * after the job, which vanishes with its process, so nothing is left to clean up), creates
+ * the file (O_CREAT|O_EXCL, mode 0600) and removes its name at once: from then on a job that
+ * dies any way at all leaves nothing in /dev/shm.  It picks a free address range, maps the
+ * file there and publishes the address in the header.  The other ranks find the creator's
+ * pid through the socket (SO_PEERCRED), open the file through /proc/<pid>/fd, check that it
+ * is this job's, and map it at the published address with MAP_FIXED_NOREPLACE, so nothing
+ * already mapped is ever replaced.
  *
  * All of this runs inside the first malloc: no allocator calls here.
  */
@@ -21,7 +24,10 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -51,7 +57,6 @@ struct region_header {
     uint32_t nslices;
     uint32_t uid;
     char job_key[64];
-    _Atomic uint32_t mapped;    /* ranks that have mapped the region; the last unlinks */
 };
 
 #define MiB(x) ((unsigned long long) ((x) >> 20))
@@ -152,13 +157,6 @@ static void *map_at(uintptr_t addr, size_t size, int fd)
     return p;
 }
 
-/* Count this rank as mapped; the last one removes the name. */
-static void mark_mapped(struct smheap_region *r, struct region_header *h)
-{
-    if (atomic_fetch_add(&h->mapped, 1) + 1 == h->nslices)
-        smheap_region_unlink(r);
-}
-
 static int create_region(struct smheap_region *r, char *why, size_t why_len)
 {
     struct region_header *h;
@@ -194,7 +192,6 @@ static int create_region(struct smheap_region *r, char *why, size_t why_len)
     h->uid = (uint32_t) geteuid();
     memcpy(h->job_key, r->job_key, sizeof(h->job_key));
     atomic_store_explicit(&h->magic, REGION_MAGIC, memory_order_release);
-    mark_mapped(r, h);
     return 0;
 }
 
@@ -264,6 +261,85 @@ static struct region_header *read_header(struct smheap_region *r, char *why, siz
     return NULL;
 }
 
+/* The job's rendezvous: an abstract UNIX socket (no file; gone when its process is). */
+static socklen_t rendezvous_address(const struct smheap_region *r, struct sockaddr_un *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->sun_family = AF_UNIX;
+    snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "smheap-%s", r->job_key);
+    return (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + strlen(a->sun_path + 1));
+}
+
+/* 1 if this rank creates the region (it keeps the socket bound for its lifetime), 0 if
+ * another rank of the job does, -1 on error. */
+static int elect_creator(struct smheap_region *r, char *why, size_t why_len)
+{
+    struct sockaddr_un a;
+    socklen_t len = rendezvous_address(r, &a);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (s < 0) {
+        snprintf(why, why_len, "cannot create a socket (%s)", strerror(errno));
+        return -1;
+    }
+    if (bind(s, (struct sockaddr *) &a, len) == 0 && listen(s, SOMAXCONN) == 0)
+        return 1;       /* s stays open: it names the creator */
+    close(s);
+    if (errno == EADDRINUSE)
+        return 0;
+    snprintf(why, why_len, "cannot bind the job's socket @%s (%s)", a.sun_path + 1,
+             strerror(errno));
+    return -1;
+}
+
+/* Open the creator's file through /proc/<creator>/fd: its name is already gone. */
+static int open_creators_file(struct smheap_region *r, char *why, size_t why_len)
+{
+    struct timespec pause = { 0, 1000000 };
+    char want[128], path[64], link[128];
+    struct sockaddr_un a;
+    socklen_t len = rendezvous_address(r, &a), credlen;
+    struct ucred cred;
+    long waited_ms;
+    int s, fd, n;
+
+    snprintf(want, sizeof(want), "/dev/shm%s (deleted)", r->name);
+    for (waited_ms = 0; waited_ms <= JOIN_TIMEOUT_S * 1000; waited_ms++, nanosleep(&pause, NULL)) {
+        s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s < 0 || connect(s, (struct sockaddr *) &a, len) != 0) {
+            if (s >= 0)
+                close(s);
+            continue;   /* the creator has not bound or listened yet */
+        }
+        credlen = sizeof(cred);
+        n = getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &credlen);
+        close(s);
+        if (n != 0 || cred.uid != geteuid()) {
+            snprintf(why, why_len, "the job's socket @%s belongs to another user; this job "
+                     "cannot share a heap", a.sun_path + 1);
+            return -1;
+        }
+        for (fd = 0; fd < 1024; fd++) {   /* the creator's descriptors, low numbers first */
+            snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int) cred.pid, fd);
+            n = (int) readlink(path, link, sizeof(link) - 1);
+            if (n < 0)
+                continue;
+            link[n] = '\0';
+            if (strcmp(link, want) == 0) {
+                r->fd = open(path, O_RDWR | O_CLOEXEC);
+                if (r->fd >= 0)
+                    return 0;
+                snprintf(why, why_len, "cannot open the shared heap of local rank pid %d "
+                         "through %s (%s)", (int) cred.pid, path, strerror(errno));
+                return -1;
+            }
+        }
+    }
+    snprintf(why, why_len, "waited %d s for the local rank that creates the shared heap; "
+             "it did not finish", JOIN_TIMEOUT_S);
+    return -1;
+}
+
 static int join_region(struct smheap_region *r, char *why, size_t why_len)
 {
     struct region_header *h = read_header(r, why, why_len);
@@ -278,7 +354,6 @@ static int join_region(struct smheap_region *r, char *why, size_t why_len)
         r->base = 0;
         rc = -1;
     }
-    mark_mapped(r, h);          /* counted either way, so the name is always removed */
     munmap(h, sizeof(*h));
     return rc;
 }
@@ -310,23 +385,25 @@ int smheap_region_attach(const struct smheap_config *cfg, struct smheap_region *
     if (size_region(cfg, r, why, why_len) != 0)
         return -1;
 
-    r->fd = shm_open(r->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    r->created = r->fd >= 0;
-    if (r->fd < 0 && errno == EEXIST && cfg->singleton) {
-        snprintf(why, why_len, "/dev/shm%s exists, but no other process of this job can have "
-                 "made it; remove it", r->name);
+    r->created = cfg->singleton ? 1 : elect_creator(r, why, why_len);
+    if (r->created < 0)
         return -1;
-    }
-    if (r->fd < 0 && errno == EEXIST)
-        r->fd = shm_open(r->name, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
-    if (r->fd < 0) {
-        snprintf(why, why_len, "cannot open /dev/shm%s (%s)", r->name, strerror(errno));
+    if (r->created) {
+        r->fd = shm_open(r->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (r->fd < 0 && errno == EEXIST) {
+            snprintf(why, why_len, "/dev/shm%s already exists and is not this job's (left "
+                     "by a job killed as it started, or someone else's); remove it", r->name);
+            return -1;
+        }
+        if (r->fd < 0) {
+            snprintf(why, why_len, "cannot create /dev/shm%s (%s)", r->name, strerror(errno));
+            return -1;
+        }
+        smheap_region_unlink(r);        /* the others open it through /proc */
+    } else if (open_creators_file(r, why, why_len) != 0)
         return -1;
-    }
     rc = r->created ? create_region(r, why, why_len) : join_region(r, why, why_len);
     if (rc != 0) {
-        if (r->created)
-            smheap_region_unlink(r);
         close(r->fd);
         r->fd = -1;
         return -1;

@@ -42,12 +42,10 @@ run malformed-size-empty "MPIR_CVAR_CH3_SMHEAP_SIZE= is not a size" \
     MPIR_CVAR_CH3_SMHEAP_SIZE= "$t" off
 run malformed-local-rank "MPI_LOCALRANKID=x and MPI_LOCALNRANKS=2" \
     MPI_LOCALRANKID=x MPI_LOCALNRANKS=2 "$t" off
-run foreign-file-singleton "exists, but no other process of this job can have made it" \
-    "$t" foreign-file singleton
-run foreign-file-garbage "exists but is not a shared heap; remove it" \
-    "$t" foreign-file joiner-junk
-run foreign-file-other-mode "exists but is not this user's private file" \
-    "$t" foreign-file joiner-mode
+foreign="already exists and is not this job's"
+run foreign-file-singleton "$foreign" "$t" foreign-file singleton
+run foreign-file-garbage "$foreign" "$t" foreign-file joiner-junk
+run foreign-file-other-mode "$foreign" "$t" foreign-file joiner-mode
 run size-below-minimum "asks for 8 MiB per rank, below the minimum of 16 MiB" \
     MPIR_CVAR_CH3_SMHEAP_SIZE=8M "$t" off
 run shm-too-small "/dev/shm holds [0-9]+ MiB, too small .*MPIR_CVAR_CH3_SMHEAP_SIZE" \
