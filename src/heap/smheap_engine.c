@@ -213,9 +213,10 @@ static inline int tcache_flag(void)
     return self.phase == THREAD_READY ? MALLOCX_TCACHE(self.tcache) : MALLOCX_TCACHE_NONE;
 }
 
-void *smheap_engine_alloc(size_t size, size_t alignment, int zero)
+void *smheap_engine_alloc(size_t size, size_t alignment, int zero, size_t * usable)
 {
     int flags;
+    void *p;
 
     if (__builtin_expect(self.phase != THREAD_READY, 0)) {
         if (self.phase == THREAD_EXITED)
@@ -228,7 +229,10 @@ void *smheap_engine_alloc(size_t size, size_t alignment, int zero)
         flags |= MALLOCX_ALIGN(alignment);
     if (zero)
         flags |= MALLOCX_ZERO;
-    return smheap_je_mallocx(size ? size : 1, flags);
+    p = smheap_je_mallocx(size ? size : 1, flags);
+    if (p != NULL)      /* from the size class: no second lookup of the block */
+        *usable = smheap_je_nallocx(size ? size : 1, flags);
+    return p;
 }
 
 void *smheap_engine_resize(void *p, size_t size)
@@ -240,9 +244,12 @@ void *smheap_engine_resize(void *p, size_t size)
     return smheap_je_rallocx(p, size ? size : 1, MALLOCX_ARENA(self.arena) | tcache_flag());
 }
 
-void smheap_engine_free(void *p)
+size_t smheap_engine_free(void *p)
 {
-    smheap_je_dallocx(p, tcache_flag());
+    size_t usable = smheap_je_sallocx(p, 0);
+
+    smheap_je_sdallocx(p, usable, tcache_flag());       /* sized: one lookup, not two */
+    return usable;
 }
 
 size_t smheap_engine_usable_size(const void *p)
@@ -250,7 +257,7 @@ size_t smheap_engine_usable_size(const void *p)
     return smheap_je_sallocx(p, 0);
 }
 
-int smheap_engine_tmpfs_full(void)
+int smheap_engine_thread_exited(void)
 {
-    return __atomic_load_n(&tmpfs_full, __ATOMIC_RELAXED);
+    return self.phase == THREAD_EXITED;
 }

@@ -134,17 +134,18 @@ static inline int in_region(const void *p)
 static void *heap_alloc(size_t size, size_t alignment, int zero)
 {
     int annotate = RUNNING_ON_VALGRIND;
+    size_t usable;
     void *p;
 
     /* Under valgrind, jemalloc must not write into blocks memcheck thinks are free:
      * zero after the block is declared instead. */
-    p = smheap_engine_alloc(size, alignment, zero && !annotate);
+    p = smheap_engine_alloc(size, alignment, zero && !annotate, &usable);
     if (p == NULL) {
-        smheap_count(SMHEAP_GLIBC_FULL, 1);
+        smheap_count(smheap_engine_thread_exited() ? SMHEAP_GLIBC_OFF : SMHEAP_GLIBC_FULL, 1);
         return NULL;
     }
     smheap_count(SMHEAP_SHARED_ALLOCS, 1);
-    smheap_count(SMHEAP_BYTES_ALLOCATED, smheap_engine_usable_size(p));
+    smheap_count(SMHEAP_BYTES_ALLOCATED, usable);
     if (annotate) {
         VALGRIND_MALLOCLIKE_BLOCK(p, size, 0, zero);
         if (zero)
@@ -156,8 +157,7 @@ static void *heap_alloc(size_t size, size_t alignment, int zero)
 static void heap_free(void *p)
 {
     smheap_count(SMHEAP_SHARED_FREES, 1);
-    smheap_count(SMHEAP_BYTES_FREED, smheap_engine_usable_size(p));
-    smheap_engine_free(p);
+    smheap_count(SMHEAP_BYTES_FREED, smheap_engine_free(p));
     VALGRIND_FREELIKE_BLOCK(p, 0);
 }
 

@@ -2,7 +2,7 @@
  * out first: every block must come back (from glibc once tmpfs is full), never SIGBUS. */
 #include <stdlib.h>
 #include <string.h>
-#include "../mpi/heap/heap_common.h"
+#include "../mpi/include/smheap_test.h"
 
 int main(int argc, char **argv)
 {
@@ -18,7 +18,7 @@ int main(int argc, char **argv)
         else
             memset(blocks[i], i, 1 << 20);
     }
-    printf("glibc_full %llu\n", heap_pvar("smheap_glibc_full"));
+    printf("glibc_full %llu\n", pvar_value("smheap_glibc_full"));
     for (int i = 0; i < mib; i++)
         free(blocks[i]);
     free(blocks);

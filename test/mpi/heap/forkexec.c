@@ -4,7 +4,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "heap_common.h"
+#include "../include/smheap_test.h"
 
 #define N 64
 
@@ -54,10 +54,7 @@ int main(int argc, char **argv)
     free(argv_child[0]);
     free(argv_child[1]);
 
-    int tot;
-    MPI_Reduce(&errs, &tot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf(tot ? "Found %d errors\n" : " No Errors\n", tot);
+    smheap_test_report(errs);
     MPI_Finalize();
     return 0;
 }

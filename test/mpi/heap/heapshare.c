@@ -4,7 +4,7 @@
  * channel says so instead. */
 #include <stdint.h>
 #include <stdlib.h>
-#include "heap_common.h"
+#include "../include/smheap_test.h"
 
 #define BYTES (8 << 20)
 
@@ -20,7 +20,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     enabled = heap_enabled();
-    shared = heap_pvar("smheap_heap_shared");
+    shared = pvar_value("smheap_heap_shared");
 
     if (enabled != 0 && shared != 1) {
         printf("rank %d: heap enabled (%d) but smheap_heap_shared = %llu\n", rank, enabled,
@@ -52,10 +52,7 @@ int main(int argc, char **argv)
         free(addrs);
     }
 
-    int tot;
-    MPI_Reduce(&errs, &tot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf(tot ? "Found %d errors\n" : " No Errors\n", tot);
+    smheap_test_report(errs);
     MPI_Finalize();
     MPI_T_finalize();
     return 0;

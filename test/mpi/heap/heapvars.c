@@ -1,7 +1,7 @@
 /* The shared heap's CVARs and MPI_T performance variables: bytes in use move with malloc
  * and free, and allocations made while the heap is off are counted. */
 #include <stdlib.h>
-#include "heap_common.h"
+#include "../include/smheap_test.h"
 
 int main(int argc, char **argv)
 {
@@ -22,38 +22,35 @@ int main(int argc, char **argv)
             errs++;
         }
     for (int i = 0; i < 4; i++)
-        if (heap_pvar_index(pvars[i]) < 0) {
+        if (pvar_index(pvars[i]) < 0) {
             printf("pvar %s not found\n", pvars[i]);
             errs++;
         }
     enabled = heap_enabled();
 
     if (enabled) {
-        before = heap_pvar("smheap_heap_bytes_in_use");
+        before = pvar_value("smheap_heap_bytes_in_use");
         p = malloc(8 << 20);
-        during = heap_pvar("smheap_heap_bytes_in_use");
+        during = pvar_value("smheap_heap_bytes_in_use");
         free(p);
-        after = heap_pvar("smheap_heap_bytes_in_use");
+        after = pvar_value("smheap_heap_bytes_in_use");
         if (during < before + (8 << 20) || after > during - (8 << 20)) {
             printf("bytes in use %llu -> %llu -> %llu around an 8 MiB block\n", before,
                    during, after);
             errs++;
         }
     } else {
-        before = heap_pvar("smheap_glibc_off");
+        before = pvar_value("smheap_glibc_off");
         p = malloc(1000);
         free(p);
-        after = heap_pvar("smheap_glibc_off");
+        after = pvar_value("smheap_glibc_off");
         if (after <= before) {
             printf("smheap_glibc_off did not count a malloc with the heap off\n");
             errs++;
         }
     }
 
-    int tot;
-    MPI_Reduce(&errs, &tot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf(tot ? "Found %d errors\n" : " No Errors\n", tot);
+    smheap_test_report(errs);
     MPI_Finalize();
     MPI_T_finalize();
     return 0;

@@ -1,25 +1,6 @@
 /* The channel's knobs and counters are visible through MPI_T: its CVARs exist, and the
  * count of ring cells received moves when a rank receives messages. */
-#include <mpi.h>
-#include <stdio.h>
-#include <string.h>
-
-static int find_pvar(const char *want)
-{
-    int n;
-    MPI_T_pvar_get_num(&n);
-    for (int i = 0; i < n; i++) {
-        char name[256], desc[1024];
-        int nlen = sizeof(name), dlen = sizeof(desc), verb, cls, bind, ro, cont, atomic;
-        MPI_Datatype dt;
-        MPI_T_enum en;
-        MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &en, desc, &dlen, &bind, &ro,
-                            &cont, &atomic);
-        if (strcmp(name, want) == 0)
-            return i;
-    }
-    return -1;
-}
+#include "../include/smheap_test.h"
 
 int main(int argc, char **argv)
 {
@@ -32,7 +13,7 @@ int main(int argc, char **argv)
         printf("CVAR MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS not found\n");
         errs++;
     }
-    idx = find_pvar("smheap_cells_received");
+    idx = pvar_index("smheap_cells_received");
     if (idx < 0) {
         printf("pvar smheap_cells_received not found\n");
         errs++;
@@ -59,10 +40,7 @@ int main(int argc, char **argv)
         MPI_T_pvar_session_free(&s);
     }
 
-    int tot;
-    MPI_Reduce(&errs, &tot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf(tot ? "Found %d errors\n" : " No Errors\n", tot);
+    smheap_test_report(errs);
     MPI_Finalize();
     MPI_T_finalize();
     return 0;

@@ -1,8 +1,7 @@
 /* Seed 003's lesson: 10,000 MPI_Isend of one 1 MiB heap buffer to a rank that has not yet
  * posted its receives must grow the sender's memory by the requests, not by the 10 GB of
  * data (no copy per pending message). */
-#include <mpi.h>
-#include <stdio.h>
+#include "../include/smheap_test.h"
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -65,10 +64,7 @@ int main(int argc, char **argv)
     free(reqs);
     free(statuses);
 
-    int tot;
-    MPI_Reduce(&errs, &tot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf(tot ? "Found %d errors\n" : " No Errors\n", tot);
+    smheap_test_report(errs);
     MPI_Finalize();
     return 0;
 }

@@ -4,7 +4,7 @@
  * show which path ran. */
 #include <stdlib.h>
 #include <string.h>
-#include "../heap/heap_common.h"
+#include "../include/smheap_test.h"
 
 #define BIG (1 << 20)
 static char static_buf[BIG];
@@ -35,12 +35,12 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    shared = heap_pvar("smheap_heap_shared") == 1;
+    shared = pvar_value("smheap_heap_shared") == 1;
     heap_buf = malloc(BIG);
     recv_buf = malloc(2 * BIG);
 
-    sc0 = heap_pvar("smheap_single_copy_msgs");
-    rc0 = heap_pvar("smheap_rndv_copy_msgs");
+    sc0 = pvar_value("smheap_single_copy_msgs");
+    rc0 = pvar_value("smheap_rndv_copy_msgs");
     if (rank == 0) {
         fill(heap_buf, BIG, 1);
         MPI_Send(heap_buf, BIG, MPI_CHAR, 1, 1, MPI_COMM_WORLD);        /* expected */
@@ -52,8 +52,8 @@ int main(int argc, char **argv)
         MPI_Ssend(heap_buf, BIG, MPI_CHAR, 1, 4, MPI_COMM_WORLD);       /* into a vector */
         fill(heap_buf, BIG, 5);
         MPI_Send(heap_buf, BIG, MPI_CHAR, 1, 5, MPI_COMM_WORLD);        /* truncated */
-        sc1 = heap_pvar("smheap_single_copy_msgs");
-        rc1 = heap_pvar("smheap_rndv_copy_msgs");
+        sc1 = pvar_value("smheap_single_copy_msgs");
+        rc1 = pvar_value("smheap_rndv_copy_msgs");
         if (shared && (sc1 - sc0 != 4 || rc1 - rc0 != 1)) {
             printf("paths: %llu single-copy (want 4), %llu rendezvous copies (want 1)\n",
                    sc1 - sc0, rc1 - rc0);
@@ -101,10 +101,7 @@ int main(int argc, char **argv)
     free(heap_buf);
     free(recv_buf);
 
-    int tot;
-    MPI_Reduce(&errs, &tot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf(tot ? "Found %d errors\n" : " No Errors\n", tot);
+    smheap_test_report(errs);
     MPI_Finalize();
     MPI_T_finalize();
     return 0;

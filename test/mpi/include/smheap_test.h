@@ -1,9 +1,10 @@
-/* Helpers for the shared-heap tests: MPI_T access to the channel's heap variables. */
+/* Helpers for the project's MPI tests: MPI_T access to the channel's variables, and the
+ * usual MPICH test ending (sum the errors, rank 0 prints " No Errors"). */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
 
-static int heap_pvar_index(const char *want)
+static inline int pvar_index(const char *want)
 {
     int n;
 
@@ -23,10 +24,10 @@ static int heap_pvar_index(const char *want)
 }
 
 /* The value of a continuous pvar, or ~0 if it does not exist. */
-static unsigned long long heap_pvar(const char *name)
+static inline unsigned long long pvar_value(const char *name)
 {
     unsigned long long v = ~0ULL;
-    int idx = heap_pvar_index(name), count;
+    int idx = pvar_index(name), count;
     MPI_T_pvar_session s;
     MPI_T_pvar_handle h;
 
@@ -41,7 +42,7 @@ static unsigned long long heap_pvar(const char *name)
 }
 
 /* MPIR_CVAR_CH3_SMHEAP_ENABLE as MPICH read it. */
-static int heap_enabled(void)
+static inline int heap_enabled(void)
 {
     int idx, count, v = -1;
     MPI_T_cvar_handle h;
@@ -52,4 +53,15 @@ static int heap_enabled(void)
     MPI_T_cvar_read(h, &v);
     MPI_T_cvar_handle_free(&h);
     return v;
+}
+
+/* Sum the errors of every rank; rank 0 prints what runtests expects. */
+static inline void smheap_test_report(int errs)
+{
+    int rank, total;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Reduce(&errs, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf(total ? "Found %d errors\n" : " No Errors\n", total);
 }
