@@ -40,7 +40,7 @@ int main(int argc, char **argv)
     recv_buf = malloc(2 * BIG);
 
     sc0 = pvar_value("smheap_single_copy_msgs");
-    rc0 = pvar_value("smheap_rndv_copy_msgs");
+    rc0 = pvar_value("smheap_staged_msgs");
     if (rank == 0) {
         fill(heap_buf, BIG, 1);
         MPI_Send(heap_buf, BIG, MPI_CHAR, 1, 1, MPI_COMM_WORLD);        /* expected */
@@ -53,9 +53,9 @@ int main(int argc, char **argv)
         fill(heap_buf, BIG, 5);
         MPI_Send(heap_buf, BIG, MPI_CHAR, 1, 5, MPI_COMM_WORLD);        /* truncated */
         sc1 = pvar_value("smheap_single_copy_msgs");
-        rc1 = pvar_value("smheap_rndv_copy_msgs");
+        rc1 = pvar_value("smheap_staged_msgs");
         if (shared && (sc1 - sc0 != 4 || rc1 - rc0 != 1)) {
-            printf("paths: %llu single-copy (want 4), %llu rendezvous copies (want 1)\n",
+            printf("paths: %llu single-copy (want 4), %llu staged (want 1)\n",
                    sc1 - sc0, rc1 - rc0);
             errs++;
         }

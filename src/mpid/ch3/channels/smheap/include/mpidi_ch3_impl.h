@@ -34,6 +34,9 @@ int MPIDI_CH3I_Smheap_RndvSend(MPIR_Request ** sreq_p, const void *buf, MPI_Aint
                                int context_offset);
 int MPIDI_CH3I_Smheap_RndvRecv(MPIDI_VC_t * vc, MPIR_Request * rreq);
 int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int arraySize);
+int MPIDI_CH3I_Smheap_eager_max_msg_sz(void);
+extern unsigned long long PVAR_COUNTER_smheap_eager_msgs;      /* MPI_T, counted on send */
+extern unsigned long long PVAR_COUNTER_smheap_eager_bytes;
 extern int MPIDI_CH3I_Smheap_heap_shared;
 
 #define MPIDI_CH3I_Sendq_empty(vc) ((vc)->ch.sendq_head == NULL)

@@ -49,13 +49,17 @@ struct MPIDI_CH3I_Request {
     /* A single-copy rendezvous receive: where the sender's data lies in the shared heap
      * (NULL for ch3's own rendezvous). */
     const void *peer_buf;
+    /* The counters through which sender and receiver share a single copy (src/ch3_rndv.c):
+     * owned by the send request, borrowed by the receive request.  NULL: no sharing. */
+    struct smheap_copy_job *copy_job;
 };
 
 #define MPIDI_CH3_REQUEST_DECL struct MPIDI_CH3I_Request ch;
-#define MPIDI_CH3_REQUEST_INIT(req_) ((req_)->ch.peer_buf = NULL)
+#define MPIDI_CH3_REQUEST_INIT(req_) ((req_)->ch.peer_buf = NULL, (req_)->ch.copy_job = NULL)
 
 /* The channel's packets: single-copy rendezvous (src/ch3_rndv.c). */
-#define MPIDI_CH3_PKT_ENUM MPIDI_CH3I_SMHEAP_PKT_RTS, MPIDI_CH3I_SMHEAP_PKT_DONE
+#define MPIDI_CH3_PKT_ENUM \
+    MPIDI_CH3I_SMHEAP_PKT_RTS, MPIDI_CH3I_SMHEAP_PKT_HELP, MPIDI_CH3I_SMHEAP_PKT_DONE
 
 typedef struct MPIDI_CH3I_Progress_state {
     int completion_count;

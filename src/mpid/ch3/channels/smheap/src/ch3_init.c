@@ -71,7 +71,8 @@ static void attach_rings(MPIDI_VC_t * vc, int my_rank)
     vc->ch.out.pos = vc->ch.out.other_seen = 0;
     vc->ch.in.ring = MPIDI_CH3I_Smheap_ring(my_rank, peer);
     vc->ch.in.pos = vc->ch.in.other_seen = 0;
-    /* ch3 sets vc->eager_max_msg_sz from MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE */
+    /* below ch3's own limit when heap data goes single-copy (src/ch3_rndv.c) */
+    vc->eager_max_msg_sz = MPIDI_CH3I_Smheap_eager_max_msg_sz();
 }
 
 /* The error stack reaches the user through MPICH's fatal-error print, but Hydra's mpiexec

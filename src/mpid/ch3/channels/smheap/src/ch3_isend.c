@@ -51,6 +51,25 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
     return n == 0;
 }
 
+/* Count the eager messages among the packets we send (MPI_T). */
+static inline void count_eager(const MPIDI_CH3_Pkt_t * pkt)
+{
+    switch (pkt->type) {
+        case MPIDI_CH3_PKT_EAGER_SEND:
+        case MPIDI_CH3_PKT_EAGER_SYNC_SEND:
+        case MPIDI_CH3_PKT_READY_SEND:
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_eager_msgs, 1);
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_eager_bytes, pkt->eager_send.data_sz);
+            break;
+        case MPIDI_CH3_PKT_EAGERSHORT_SEND:
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_eager_msgs, 1);
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_eager_bytes, pkt->eagershort_send.data_sz);
+            break;
+        default:
+            break;
+    }
+}
+
 /* Copy the caller's iov; every packet header travels at the channel's one fixed header
  * size, that of the largest packet. */
 static void copy_iov(struct iovec *dst, const struct iovec *iov, int n_iov)
@@ -155,6 +174,7 @@ int MPIDI_CH3_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, in
 
     MPIR_FUNC_ENTER;
     copy_iov(local, iov, n_iov);
+    count_eager(iov[0].iov_base);
     sreq->ch.vc = vc;
 
     if (vc->state == MPIDI_VC_STATE_MORIBUND) {
@@ -201,6 +221,7 @@ int MPIDI_CH3_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
 
     MPIR_FUNC_ENTER;
     copy_iov(local, iov, n_iov);
+    count_eager(iov[0].iov_base);
     *sreq_ptr = NULL;
 
     if (vc->state == MPIDI_VC_STATE_MORIBUND) {

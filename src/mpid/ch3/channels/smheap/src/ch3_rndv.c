@@ -4,10 +4,17 @@
  * When every local rank allocates from one shared heap and a large message's data lies in
  * it, the request-to-send carries the data's address; the receiver, once it has matched
  * the message, copies (or unpacks into a derived datatype) straight from the sender's
- * buffer and answers DONE, which completes the send.  Everything else (data on the stack,
- * in static memory, from mmap, a noncontiguous send type, the heap off) goes through ch3's
- * own rendezvous, whose data travels through the rings.  ch3 calls these through the VC's
- * rndvSend_fn and rndvRecv_fn, as nemesis does for its large-message transfer.
+ * buffer and answers DONE, which completes the send.  When the receive buffer is in the
+ * heap too and the message is large, the two share the copy (HMPI's "synergistic" copy):
+ * the receiver asks the sender to HELP, and both claim chunks of the transfer from a
+ * counter pair the sender allocated in the heap, so two cores copy at once.
+ *
+ * Data outside the heap (stack, static data, mmap, the heap off) or a noncontiguous send
+ * type below ch3's eager limit goes eagerly, as it would without this channel; above it,
+ * through ch3's own rendezvous, whose data is staged through the rings in a pipeline.
+ * ch3 calls these through the VC's rndvSend_fn and rndvRecv_fn, as nemesis does for its
+ * large-message transfer; the VC's eager limit is lowered to
+ * MPIR_CVAR_CH3_SMHEAP_SINGLE_COPY_MIN so that heap data of that size reaches us.
  */
 
 /*
@@ -22,16 +29,60 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_ALL_EQ
       description : >-
-        ch3:smheap: move rendezvous messages whose data lies in the shared heap with a single
-        copy, from the sender's buffer straight into the receiver's.  0 sends them through
-        ch3's rendezvous like other data.  Messages smaller than
-        MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE are sent eagerly either way.
+        ch3:smheap: move messages whose data lies in the shared heap with a single copy,
+        from the sender's buffer straight into the receiver's.  0 sends them like other
+        data: eagerly up to MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE, staged through the rings
+        above.
+
+    - name        : MPIR_CVAR_CH3_SMHEAP_SINGLE_COPY_MIN
+      category    : CH3
+      type        : int
+      default     : 16384
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: smallest message (bytes) whose shared-heap data is sent with a single
+        copy; smaller ones are sent eagerly.  Data outside the heap keeps ch3's eager
+        limit, MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE.
+
+    - name        : MPIR_CVAR_CH3_SMHEAP_SHARED_COPY_MIN
+      category    : CH3
+      type        : int
+      default     : 131072
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: smallest single-copy message (bytes) whose copy the sender shares with
+        the receiver when both buffers are in the shared heap.  -1 never shares.
+
+    - name        : MPIR_CVAR_CH3_SMHEAP_COPY_CHUNK
+      category    : CH3
+      type        : int
+      default     : 65536
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: bytes the sender and the receiver claim at a time when they share a
+        copy.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
 #include "mpidi_ch3_impl.h"
 #include "smheap.h"
+#include <stdatomic.h>
+
+/* A transfer that sender and receiver may share.  Allocated by the sender in the shared
+ * heap; both claim chunks through `next` and count what they copied in `done`.  The
+ * receiver sends DONE only when `done` reaches the length, and the sender frees the job
+ * only on DONE (or when the send is cancelled before the receiver saw it). */
+typedef struct smheap_copy_job {
+    _Alignas(SMHEAP_CACHELINE) atomic_size_t next;      /* first byte not yet claimed */
+    _Alignas(SMHEAP_CACHELINE) atomic_size_t done;      /* bytes copied */
+} smheap_copy_job_t;
 
 typedef struct {
     MPIDI_CH3_Pkt_type_t type;
@@ -39,7 +90,17 @@ typedef struct {
     MPI_Request sender_req_id;
     intptr_t data_sz;
     const void *data;           /* the sender's data, in the shared heap */
+    smheap_copy_job_t *job;     /* NULL: the sender cannot help */
 } smheap_pkt_rts_t;
+
+typedef struct {
+    MPIDI_CH3_Pkt_type_t type;
+    smheap_copy_job_t *job;
+    const void *src;
+    void *dst;
+    intptr_t len;
+    intptr_t chunk;
+} smheap_pkt_help_t;
 
 typedef struct {
     MPIDI_CH3_Pkt_type_t type;
@@ -49,23 +110,136 @@ typedef struct {
 typedef union {
     MPIDI_CH3_Pkt_t ch3;
     smheap_pkt_rts_t rts;
+    smheap_pkt_help_t help;
     smheap_pkt_done_t done;
 } smheap_pkt_t;
 
 MPL_static_assert(sizeof(smheap_pkt_t) == sizeof(MPIDI_CH3_Pkt_t),
                   "ch3:smheap packets must fit in ch3's packet header");
 
-/* Messages and bytes per path (MPI_T). */
+/* Messages and bytes per path (MPI_T); the eager ones are counted in ch3_isend.c. */
+unsigned long long PVAR_COUNTER_smheap_eager_msgs;
+unsigned long long PVAR_COUNTER_smheap_eager_bytes;
 static unsigned long long PVAR_COUNTER_smheap_single_copy_msgs;
 static unsigned long long PVAR_COUNTER_smheap_single_copy_bytes;
-static unsigned long long PVAR_COUNTER_smheap_rndv_copy_msgs;
-static unsigned long long PVAR_COUNTER_smheap_rndv_copy_bytes;
+static unsigned long long PVAR_COUNTER_smheap_staged_msgs;
+static unsigned long long PVAR_COUNTER_smheap_staged_bytes;
+static unsigned long long PVAR_COUNTER_smheap_shared_copy_msgs;
+static unsigned long long PVAR_COUNTER_smheap_copy_help_bytes;
 
-/* Is [buf, buf+len) in the shared heap, so that every local rank can read it? */
-static int readable_by_peers(const void *buf, intptr_t len)
+static MPIDI_CH3_PktHandler_Fcn *ch3_cancel_send_resp;
+
+static int single_copy_on(void)
 {
-    return MPIDI_CH3I_Smheap_heap_shared && len > 0 && smheap_in_region(buf) &&
-        smheap_in_region((const char *) buf + len - 1);
+    return MPIDI_CH3I_Smheap_heap_shared && MPIR_CVAR_CH3_SMHEAP_SINGLE_COPY;
+}
+
+/* Is [buf, buf+len) in the shared heap, so that every local rank can reach it? */
+static int reachable_by_peers(const void *buf, intptr_t len)
+{
+    return len > 0 && smheap_in_region(buf) && smheap_in_region((const char *) buf + len - 1);
+}
+
+/* The VC's eager limit: ch3 hands every larger message to MPIDI_CH3I_Smheap_RndvSend. */
+int MPIDI_CH3I_Smheap_eager_max_msg_sz(void)
+{
+    int limit = MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE;
+
+    if (single_copy_on() && MPIR_CVAR_CH3_SMHEAP_SINGLE_COPY_MIN > 0)
+        limit = MPL_MIN(limit, MPIR_CVAR_CH3_SMHEAP_SINGLE_COPY_MIN - 1 +
+                        (int) sizeof(MPIDI_CH3_Pkt_eager_send_t));
+    return limit;
+}
+
+/* Would ch3 have sent this eagerly with its own limit? */
+static int below_ch3_eager_limit(MPIR_Comm * comm, intptr_t data_sz)
+{
+    int limit = comm->hints[MPIR_COMM_HINT_EAGER_THRESH];
+
+    if (limit == -1)
+        limit = MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE;
+    return data_sz + (intptr_t) sizeof(MPIDI_CH3_Pkt_eager_send_t) <= limit;
+}
+
+/* Data we cannot hand over by address, below ch3's eager limit: what ch3 would have done. */
+static int send_eager(MPIR_Request ** sreq_p, const void *buf, MPI_Aint count,
+                      MPI_Datatype datatype, int dt_contig, intptr_t data_sz,
+                      MPI_Aint dt_true_lb, int rank, int tag, MPIR_Comm * comm,
+                      int context_offset)
+{
+    MPIR_Request *sreq = *sreq_p;
+
+    if (MPIDI_Request_get_type(sreq) == MPIDI_REQUEST_TYPE_SSEND)
+        return MPIDI_CH3_EagerSyncNoncontigSend(sreq_p, buf, count, datatype, data_sz,
+                                                dt_contig, dt_true_lb, rank, tag, comm,
+                                                context_offset);
+    MPIDI_Request_set_msg_type(sreq, MPIDI_REQUEST_EAGER_MSG);
+    if (dt_contig)
+        return MPIDI_CH3_EagerContigIsend(sreq_p, MPIDI_CH3_PKT_EAGER_SEND,
+                                          (const char *) buf + dt_true_lb, data_sz, rank, tag,
+                                          comm, context_offset);
+    return MPIDI_CH3_EagerNoncontigSend(sreq_p, MPIDI_CH3_PKT_EAGER_SEND, buf, count,
+                                        datatype, rank, tag, comm, context_offset);
+}
+
+/* A job the receiver can use to share the copy of data_sz bytes, or NULL. */
+static smheap_copy_job_t *new_copy_job(intptr_t data_sz)
+{
+    smheap_copy_job_t *job;
+
+    if (MPIR_CVAR_CH3_SMHEAP_SHARED_COPY_MIN < 0 ||
+        data_sz < MPIR_CVAR_CH3_SMHEAP_SHARED_COPY_MIN)
+        return NULL;
+    job = MPL_aligned_alloc(SMHEAP_CACHELINE, sizeof(*job), MPL_MEM_BUFFER);
+    if (job != NULL && !reachable_by_peers(job, sizeof(*job))) {
+        MPL_free(job);  /* this thread allocates from glibc (heap full, thread exiting) */
+        return NULL;
+    }
+    if (job != NULL) {
+        atomic_init(&job->next, 0);
+        atomic_init(&job->done, 0);
+    }
+    return job;
+}
+
+static int send_rts(MPIR_Request * sreq, const char *data, intptr_t data_sz, int rank, int tag,
+                    MPIR_Comm * comm, int context_offset)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Request *rts_req = NULL;
+    smheap_pkt_t upkt;
+    smheap_pkt_rts_t *rts = &upkt.rts;
+    MPIDI_VC_t *vc;
+
+    MPIDI_Pkt_init(rts, MPIDI_CH3I_SMHEAP_PKT_RTS);
+    rts->match.parts.rank = comm->rank;
+    rts->match.parts.tag = tag;
+    rts->match.parts.context_id = comm->context_id + context_offset;
+    rts->sender_req_id = sreq->handle;
+    rts->data_sz = data_sz;
+    rts->data = data;
+    rts->job = sreq->ch.copy_job = new_copy_job(data_sz);
+    sreq->dev.OnDataAvail = NULL;
+    sreq->dev.partner_request = NULL;
+
+    MPIDI_Comm_get_vc_set_active(comm, rank, &vc);
+    sreq->ch.vc = vc;
+    MPID_THREAD_CS_ENTER(POBJ, vc->pobj_mutex);
+    mpi_errno = MPIDI_CH3_iStartMsg(vc, &upkt, sizeof(upkt), &rts_req);
+    MPID_THREAD_CS_EXIT(POBJ, vc->pobj_mutex);
+    MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**ch3|rtspkt");
+    if (rts_req != NULL)
+        MPIR_Request_free(rts_req);
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_single_copy_msgs, 1);
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_single_copy_bytes, data_sz);
+    /* sreq completes when the receiver says DONE: until then it reads our buffer */
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    MPL_free(sreq->ch.copy_job);
+    sreq->ch.copy_job = NULL;
+    goto fn_exit;
 }
 
 int MPIDI_CH3I_Smheap_RndvSend(MPIR_Request ** sreq_p, const void *buf, MPI_Aint count,
@@ -75,49 +249,102 @@ int MPIDI_CH3I_Smheap_RndvSend(MPIR_Request ** sreq_p, const void *buf, MPI_Aint
 {
     int mpi_errno = MPI_SUCCESS;
     const char *data = (const char *) buf + dt_true_lb;
-    MPIR_Request *sreq = *sreq_p, *rts_req = NULL;
-    smheap_pkt_t upkt;
-    smheap_pkt_rts_t *rts = &upkt.rts;
-    MPIDI_VC_t *vc;
 
     MPIR_FUNC_ENTER;
 
-    if (!MPIR_CVAR_CH3_SMHEAP_SINGLE_COPY || !dt_contig || !readable_by_peers(data, data_sz)) {
-        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rndv_copy_msgs, 1);
-        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rndv_copy_bytes, data_sz);
+    if (single_copy_on() && dt_contig && reachable_by_peers(data, data_sz)) {
+        mpi_errno = send_rts(*sreq_p, data, data_sz, rank, tag, comm, context_offset);
+        if (mpi_errno != MPI_SUCCESS) {
+            MPIR_Request_free(*sreq_p);
+            *sreq_p = NULL;
+        }
+    } else if (below_ch3_eager_limit(comm, data_sz)) {
+        mpi_errno = send_eager(sreq_p, buf, count, datatype, dt_contig, data_sz, dt_true_lb,
+                               rank, tag, comm, context_offset);
+    } else {
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_staged_msgs, 1);
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_staged_bytes, data_sz);
         mpi_errno = MPIDI_CH3_RndvSend(sreq_p, buf, count, datatype, dt_contig, data_sz,
                                        dt_true_lb, rank, tag, comm, context_offset);
+    }
+
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+}
+
+/* Claim chunks of the job until none is left; returns the bytes this process copied. */
+static intptr_t copy_chunks(smheap_copy_job_t * job, char *dst, const char *src, intptr_t len,
+                            intptr_t chunk)
+{
+    intptr_t copied = 0;
+    size_t off;
+
+    while ((off = atomic_fetch_add_explicit(&job->next, chunk, memory_order_relaxed)) <
+           (size_t) len) {
+        intptr_t n = MPL_MIN(chunk, len - (intptr_t) off);
+
+        MPIR_Memcpy(dst + off, src + off, n);
+        atomic_fetch_add_explicit(&job->done, n, memory_order_release);
+        copied += n;
+    }
+    return copied;
+}
+
+/* Every chunk is claimed; wait for the sender to finish the ones it took (it is copying
+ * them right now, unless the OS preempted it). */
+static void wait_for_helper(smheap_copy_job_t * job, intptr_t len)
+{
+    int polls = 0;
+
+    while (atomic_load_explicit(&job->done, memory_order_acquire) < (size_t) len) {
+        if (++polls > 1000)
+            MPL_sched_yield();
+    }
+}
+
+static int start_msg(MPIDI_VC_t * vc, smheap_pkt_t * upkt)
+{
+    int mpi_errno;
+    MPIR_Request *req = NULL;
+
+    MPID_THREAD_CS_ENTER(POBJ, vc->pobj_mutex);
+    mpi_errno = MPIDI_CH3_iStartMsg(vc, upkt, sizeof(*upkt), &req);
+    MPID_THREAD_CS_EXIT(POBJ, vc->pobj_mutex);
+    if (req != NULL)
+        MPIR_Request_free(req);
+    return mpi_errno;
+}
+
+/* Copy len contiguous bytes from the sender's buffer, with the sender's help when it can
+ * reach our buffer and offered a job. */
+static int copy_contig(MPIDI_VC_t * vc, MPIR_Request * rreq, char *dst, intptr_t len)
+{
+    int mpi_errno = MPI_SUCCESS;
+    smheap_copy_job_t *job = rreq->ch.copy_job;
+    const char *src = rreq->ch.peer_buf;
+    intptr_t chunk = MPL_MAX(MPIR_CVAR_CH3_SMHEAP_COPY_CHUNK, 4096);
+    smheap_pkt_t upkt;
+    smheap_pkt_help_t *help = &upkt.help;
+
+    if (job == NULL || len <= chunk || !reachable_by_peers(dst, len)) {
+        MPIR_Memcpy(dst, src, len);
         goto fn_exit;
     }
 
-    MPIDI_Pkt_init(rts, MPIDI_CH3I_SMHEAP_PKT_RTS);
-    rts->match.parts.rank = comm->rank;
-    rts->match.parts.tag = tag;
-    rts->match.parts.context_id = comm->context_id + context_offset;
-    rts->sender_req_id = sreq->handle;
-    rts->data_sz = data_sz;
-    rts->data = data;
-    sreq->dev.OnDataAvail = NULL;
-    sreq->dev.partner_request = NULL;
+    MPIDI_Pkt_init(help, MPIDI_CH3I_SMHEAP_PKT_HELP);
+    help->job = job;
+    help->src = src;
+    help->dst = dst;
+    help->len = len;
+    help->chunk = chunk;
+    mpi_errno = start_msg(vc, &upkt);
+    MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**ch3|ctspkt");
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_shared_copy_msgs, 1);
 
-    MPIDI_Comm_get_vc_set_active(comm, rank, &vc);
-    sreq->ch.vc = vc;
-    MPID_THREAD_CS_ENTER(POBJ, vc->pobj_mutex);
-    mpi_errno = MPIDI_CH3_iStartMsg(vc, &upkt, sizeof(upkt), &rts_req);
-    MPID_THREAD_CS_EXIT(POBJ, vc->pobj_mutex);
-    if (mpi_errno != MPI_SUCCESS) {
-        MPIR_Request_free(sreq);
-        *sreq_p = NULL;
-        MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**ch3|rtspkt");
-    }
-    if (rts_req != NULL)
-        MPIR_Request_free(rts_req);
-    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_single_copy_msgs, 1);
-    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_single_copy_bytes, data_sz);
-    /* sreq completes when the receiver says DONE: until then it reads our buffer */
+    copy_chunks(job, dst, src, len, chunk);
+    wait_for_helper(job, len);
 
   fn_exit:
-    MPIR_FUNC_EXIT;
     return mpi_errno;
   fn_fail:
     goto fn_exit;
@@ -131,7 +358,6 @@ static int copy_from_peer(MPIDI_VC_t * vc, MPIR_Request * rreq)
     intptr_t data_sz = rreq->dev.recv_data_sz, userbuf_sz;
     MPI_Aint dt_true_lb, actual;
     MPIR_Datatype *dt_ptr;
-    MPIR_Request *done_req = NULL;
     smheap_pkt_t upkt;
     smheap_pkt_done_t *done = &upkt.done;
     int dt_contig;
@@ -147,9 +373,10 @@ static int copy_from_peer(MPIDI_VC_t * vc, MPIR_Request * rreq)
                                                       (int) userbuf_sz);
         data_sz = userbuf_sz;
     }
-    if (dt_contig)
-        MPIR_Memcpy((char *) rreq->dev.user_buf + dt_true_lb, rreq->ch.peer_buf, data_sz);
-    else {
+    if (dt_contig) {
+        mpi_errno = copy_contig(vc, rreq, (char *) rreq->dev.user_buf + dt_true_lb, data_sz);
+        MPIR_ERR_CHECK(mpi_errno);
+    } else {
         mpi_errno = MPIR_Typerep_unpack(rreq->ch.peer_buf, data_sz, rreq->dev.user_buf,
                                         rreq->dev.user_count, rreq->dev.datatype, 0, &actual);
         MPIR_ERR_CHECK(mpi_errno);
@@ -161,15 +388,12 @@ static int copy_from_peer(MPIDI_VC_t * vc, MPIR_Request * rreq)
     }
     MPIR_STATUS_SET_COUNT(rreq->status, data_sz);
     rreq->ch.peer_buf = NULL;
+    rreq->ch.copy_job = NULL;
 
     MPIDI_Pkt_init(done, MPIDI_CH3I_SMHEAP_PKT_DONE);
     done->sender_req_id = rreq->dev.sender_req_id;
-    MPID_THREAD_CS_ENTER(POBJ, vc->pobj_mutex);
-    mpi_errno = MPIDI_CH3_iStartMsg(vc, &upkt, sizeof(upkt), &done_req);
-    MPID_THREAD_CS_EXIT(POBJ, vc->pobj_mutex);
+    mpi_errno = start_msg(vc, &upkt);
     MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**ch3|ctspkt");
-    if (done_req != NULL)
-        MPIR_Request_free(done_req);
 
     mpi_errno = MPID_Request_complete(rreq);
     MPIR_ERR_CHECK(mpi_errno);
@@ -214,6 +438,7 @@ static int handle_rts(MPIDI_VC_t * vc, MPIDI_CH3_Pkt_t * pkt, void *data, intptr
     rreq->dev.recv_data_sz = rts->data_sz;
     MPIDI_Request_set_msg_type(rreq, MPIDI_REQUEST_RNDV_MSG);
     rreq->ch.peer_buf = rts->data;
+    rreq->ch.copy_job = rts->job;
 
     if (found)
         mpi_errno = copy_from_peer(vc, rreq);
@@ -227,6 +452,22 @@ static int handle_rts(MPIDI_VC_t * vc, MPIDI_CH3_Pkt_t * pkt, void *data, intptr
     goto fn_exit;
 }
 
+/* The receiver asks us to share the copy of our message.  The job lives until the DONE
+ * that follows this packet on the same ring. */
+static int handle_help(MPIDI_VC_t * vc, MPIDI_CH3_Pkt_t * pkt, void *data, intptr_t * buflen,
+                       MPIR_Request ** rreqp)
+{
+    smheap_pkt_help_t *help = &((smheap_pkt_t *) pkt)->help;
+    intptr_t copied;
+
+    (void) vc, (void) data;
+    *buflen = 0;
+    *rreqp = NULL;
+    copied = copy_chunks(help->job, help->dst, help->src, help->len, help->chunk);
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_copy_help_bytes, copied);
+    return MPI_SUCCESS;
+}
+
 static int handle_done(MPIDI_VC_t * vc, MPIDI_CH3_Pkt_t * pkt, void *data, intptr_t * buflen,
                        MPIR_Request ** rreqp)
 {
@@ -237,37 +478,55 @@ static int handle_done(MPIDI_VC_t * vc, MPIDI_CH3_Pkt_t * pkt, void *data, intpt
     *buflen = 0;
     *rreqp = NULL;
     MPIR_Request_get_ptr(done->sender_req_id, sreq);
+    MPL_free(sreq->ch.copy_job);
+    sreq->ch.copy_job = NULL;
     return MPID_Request_complete(sreq);
+}
+
+/* ch3's answer to a cancel: a send the receiver never matched will not see DONE, so its job
+ * is freed here before ch3 completes the request. */
+static int handle_cancel_send_resp(MPIDI_VC_t * vc, MPIDI_CH3_Pkt_t * pkt, void *data,
+                                   intptr_t * buflen, MPIR_Request ** rreqp)
+{
+    MPIR_Request *sreq;
+
+    MPIR_Request_get_ptr(pkt->cancel_send_resp.sender_req_id, sreq);
+    if (pkt->cancel_send_resp.ack) {
+        MPL_free(sreq->ch.copy_job);
+        sreq->ch.copy_job = NULL;
+    }
+    return ch3_cancel_send_resp(vc, pkt, data, buflen, rreqp);
 }
 
 int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int arraySize)
 {
     MPIR_Assert(arraySize > MPIDI_CH3I_SMHEAP_PKT_DONE);
     pktArray[MPIDI_CH3I_SMHEAP_PKT_RTS] = handle_rts;
+    pktArray[MPIDI_CH3I_SMHEAP_PKT_HELP] = handle_help;
     pktArray[MPIDI_CH3I_SMHEAP_PKT_DONE] = handle_done;
+    ch3_cancel_send_resp = pktArray[MPIDI_CH3_PKT_CANCEL_SEND_RESP];
+    pktArray[MPIDI_CH3_PKT_CANCEL_SEND_RESP] = handle_cancel_send_resp;
 
-    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG,
-                                        smheap_single_copy_msgs, MPI_T_VERBOSITY_USER_BASIC,
-                                        MPI_T_BIND_NO_OBJECT, MPIR_T_PVAR_FLAG_READONLY |
-                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
-                                        "rendezvous messages this rank sent with a single "
-                                        "copy from the shared heap");
-    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG,
-                                        smheap_single_copy_bytes, MPI_T_VERBOSITY_USER_BASIC,
-                                        MPI_T_BIND_NO_OBJECT, MPIR_T_PVAR_FLAG_READONLY |
-                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
-                                        "bytes of those messages");
-    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_rndv_copy_msgs,
-                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-                                        MPIR_T_PVAR_FLAG_READONLY |
-                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
-                                        "rendezvous messages this rank sent through ch3's "
-                                        "rendezvous, copied through the rings (data outside "
-                                        "the shared heap, or noncontiguous)");
-    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_rndv_copy_bytes,
-                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-                                        MPIR_T_PVAR_FLAG_READONLY |
-                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
-                                        "bytes of those messages");
+#define SMHEAP_COUNTER(name_, desc_)                                                    \
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, name_,          \
+                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT, \
+                                        MPIR_T_PVAR_FLAG_READONLY |                     \
+                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3", desc_)
+    SMHEAP_COUNTER(smheap_eager_msgs,
+                   "messages this rank sent eagerly, copied through the rings");
+    SMHEAP_COUNTER(smheap_eager_bytes, "bytes of those messages");
+    SMHEAP_COUNTER(smheap_single_copy_msgs,
+                   "messages this rank sent with a single copy from the shared heap");
+    SMHEAP_COUNTER(smheap_single_copy_bytes, "bytes of those messages");
+    SMHEAP_COUNTER(smheap_staged_msgs,
+                   "messages this rank sent through ch3's rendezvous, staged through the "
+                   "rings (large data outside the shared heap, or noncontiguous)");
+    SMHEAP_COUNTER(smheap_staged_bytes, "bytes of those messages");
+    SMHEAP_COUNTER(smheap_shared_copy_msgs,
+                   "single-copy messages this rank received and copied together with the "
+                   "sender (both buffers in the shared heap)");
+    SMHEAP_COUNTER(smheap_copy_help_bytes,
+                   "bytes this rank copied into a receiver's buffer for its own messages");
+#undef SMHEAP_COUNTER
     return MPI_SUCCESS;
 }
