@@ -2,10 +2,14 @@
  * ch3:smheap -- a single-producer, single-consumer ring of fixed-size cells in shared
  * memory.  Independent of MPICH (C11 atomics only) so it can be unit-tested on its own.
  *
- * The producer owns `tail`, the consumer owns `head`; they sit on separate cache lines and
- * each side keeps a private copy of the other's position (smheap_ring_end_t), so a steady
- * stream reads the other side's counter once per ring's worth of cells, not per cell.
- * Positions are free-running unsigned counters; differences are taken modulo 2^32.
+ * A cell is published by writing its sequence number (the producer's position plus one)
+ * last, with release order; the consumer polls the sequence word of the cell it expects
+ * next.  The word, the length and the start of the payload (a whole packet header and a
+ * few bytes of data) share one cache line, so a short message costs the receiver a single
+ * cache-line transfer, and the producer a single one to write it.  The consumer hands
+ * cells back through `head`; the producer keeps a private copy of it and reads the shared
+ * one only when its copy says the ring is full.  Positions are free-running unsigned
+ * counters; differences are taken modulo 2^32.
  */
 
 #ifndef SMHEAP_RING_H_INCLUDED
@@ -18,27 +22,26 @@
 #define SMHEAP_CACHELINE 64
 
 typedef struct smheap_cell {
+    _Alignas(SMHEAP_CACHELINE) atomic_uint seq;     /* position + 1 once published */
     uint32_t len;               /* payload bytes in this cell */
-    char pad[SMHEAP_CACHELINE - sizeof(uint32_t)];
-    char payload[];
+    _Alignas(8) char payload[];
 } smheap_cell_t;
 
 typedef struct smheap_ring {
-    _Alignas(SMHEAP_CACHELINE) atomic_uint tail;    /* cells published by the producer */
     _Alignas(SMHEAP_CACHELINE) atomic_uint head;    /* cells released by the consumer */
     /* cells follow, at the next cache line */
 } smheap_ring_t;
 
 typedef struct smheap_ring_geometry {
     unsigned cells;             /* power of two */
-    size_t cell_size;           /* bytes per cell, header included */
+    size_t cell_size;           /* bytes per cell, header included; a multiple of 64 */
 } smheap_ring_geometry_t;
 
 /* One side's private view of a ring. */
 typedef struct smheap_ring_end {
     smheap_ring_t *ring;
-    unsigned pos;               /* our position: tail for the producer, head for the consumer */
-    unsigned other_seen;        /* the other side's position when we last looked */
+    unsigned pos;               /* our position: cells published, or cells consumed */
+    unsigned head_seen;         /* producer: the consumer's head when we last looked */
 } smheap_ring_end_t;
 
 static inline size_t smheap_ring_size(const smheap_ring_geometry_t * g)
@@ -48,7 +51,7 @@ static inline size_t smheap_ring_size(const smheap_ring_geometry_t * g)
 
 static inline size_t smheap_cell_payload(const smheap_ring_geometry_t * g)
 {
-    return g->cell_size - sizeof(smheap_cell_t);
+    return g->cell_size - offsetof(smheap_cell_t, payload);
 }
 
 static inline smheap_cell_t *smheap_ring_cell(const smheap_ring_end_t * e,
@@ -62,9 +65,9 @@ static inline smheap_cell_t *smheap_ring_cell(const smheap_ring_end_t * e,
 static inline smheap_cell_t *smheap_ring_reserve(smheap_ring_end_t * p,
                                                  const smheap_ring_geometry_t * g)
 {
-    if (p->pos - p->other_seen >= g->cells) {
-        p->other_seen = atomic_load_explicit(&p->ring->head, memory_order_acquire);
-        if (p->pos - p->other_seen >= g->cells)
+    if (p->pos - p->head_seen >= g->cells) {
+        p->head_seen = atomic_load_explicit(&p->ring->head, memory_order_acquire);
+        if (p->pos - p->head_seen >= g->cells)
             return NULL;
     }
     return smheap_ring_cell(p, g);
@@ -75,19 +78,18 @@ static inline void smheap_ring_publish(smheap_ring_end_t * p, smheap_cell_t * ce
 {
     cell->len = (uint32_t) len;
     p->pos++;
-    atomic_store_explicit(&p->ring->tail, p->pos, memory_order_release);
+    atomic_store_explicit(&cell->seq, p->pos, memory_order_release);
 }
 
 /* Consumer: the oldest unread cell, or NULL if the ring is empty. */
 static inline smheap_cell_t *smheap_ring_peek(smheap_ring_end_t * c,
                                               const smheap_ring_geometry_t * g)
 {
-    if (c->pos == c->other_seen) {
-        c->other_seen = atomic_load_explicit(&c->ring->tail, memory_order_acquire);
-        if (c->pos == c->other_seen)
-            return NULL;
-    }
-    return smheap_ring_cell(c, g);
+    smheap_cell_t *cell = smheap_ring_cell(c, g);
+
+    if (atomic_load_explicit(&cell->seq, memory_order_acquire) != c->pos + 1)
+        return NULL;
+    return cell;
 }
 
 /* Consumer: give the cell returned by smheap_ring_peek back to the producer. */
@@ -95,13 +97,6 @@ static inline void smheap_ring_release(smheap_ring_end_t * c)
 {
     c->pos++;
     atomic_store_explicit(&c->ring->head, c->pos, memory_order_release);
-}
-
-/* Anyone: does the ring hold unread cells? */
-static inline int smheap_ring_has_data(smheap_ring_t * r)
-{
-    return atomic_load_explicit(&r->tail, memory_order_acquire) !=
-        atomic_load_explicit(&r->head, memory_order_relaxed);
 }
 
 #endif /* SMHEAP_RING_H_INCLUDED */

@@ -68,9 +68,9 @@ static void attach_rings(MPIDI_VC_t * vc, int my_rank)
 
     vc->ch.peer_local_rank = peer;
     vc->ch.out.ring = MPIDI_CH3I_Smheap_ring(peer, my_rank);
-    vc->ch.out.pos = vc->ch.out.other_seen = 0;
+    vc->ch.out.pos = vc->ch.out.head_seen = 0;
     vc->ch.in.ring = MPIDI_CH3I_Smheap_ring(my_rank, peer);
-    vc->ch.in.pos = vc->ch.in.other_seen = 0;
+    vc->ch.in.pos = vc->ch.in.head_seen = 0;
     /* below ch3's own limit when heap data goes single-copy (src/ch3_rndv.c) */
     vc->eager_max_msg_sz = MPIDI_CH3I_Smheap_eager_max_msg_sz();
 }

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Point-to-point between two ranks on two cores: ch3:smheap against ch3:nemesis and Open MPI
+# (whichever are installed), with heap and stack buffers, and memcpy as the ceiling.
+# p2p_bench.c (latency, OSU-style bandwidth and bidirectional bandwidth) is built with each
+# MPI's mpicc into build/bench/p2p/<mpi>/; every round runs every MPI x test x buffer and
+# memcpy_bench once, rounds interleaved so that drift hits all alike.  Prints the medians over
+# the rounds and the ratios, and plots them (gnuplot).
+#   bench/p2p/run.sh [RUNS]      (default 5; smheap from maint/setup.sh's build/install,
+#                                 nemesis from maint/setup.sh --nemesis, Open MPI from Debian)
+#   QUICK=1 bench/p2p/run.sh 1   a smoke test: about 8x fewer iterations
+#   VADER_COPY=none|cma|emulated Open MPI's single-copy mechanism (default cma)
+# Output in build/results/bench/: p2p.txt (tables), p2p-raw.txt (every measurement),
+# p2p-{lat,bw,bibw}.png (and the .dat files and p2p.gp that draw them).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+runs=${1:-5}
+quick=${QUICK:-0}
+vader_copy=${VADER_COPY:-cma}
+src="$top/bench/p2p"
+exe="$top/build/bench/p2p"
+out="$top/build/results/bench"
+raw="$out/p2p-raw.txt"
+mkdir -p "$exe" "$out"
+qflag=()
+[ "$quick" = 1 ] && qflag=(-q)
+
+# -b stack keeps a send and a receive buffer of up to 64 MiB each on main's stack.
+bufs="heap stack"
+ulimit -s 300000 2>/dev/null || {
+    echo "p2p: cannot raise the stack limit to 300000 KiB (hard limit $(ulimit -Hs)):" \
+        "stack buffers skipped"
+    bufs=heap
+}
+
+# build LABEL MPICC: p2p_bench for one MPI; one line and a failure if it is not there
+build() {
+    if ! command -v "$2" >/dev/null 2>&1; then
+        echo "p2p: $1: no $2, skipped"
+        return 1
+    fi
+    mkdir -p "$exe/$1"
+    "$2" -O2 -std=c99 -o "$exe/$1/p2p_bench" "$src/p2p_bench.c" ||
+        { echo "p2p: $1: $2 failed, skipped"; return 1; }
+}
+build smheap "$top/build/install/bin/mpicc" ||
+    { echo "p2p: smheap is required (maint/setup.sh)"; exit 1; }
+mpis=(smheap)
+build nemesis "$top/build/nemesis/install/bin/mpicc" && mpis+=(nemesis)
+if command -v mpirun.openmpi >/dev/null 2>&1; then
+    build openmpi mpicc.openmpi && mpis+=(openmpi)
+else
+    echo "p2p: openmpi: no mpirun.openmpi, skipped"
+fi
+gcc -O2 -std=c99 -o "$exe/memcpy_bench" "$src/memcpy_bench.c" -lpthread
+
+# launch MPI ARGS...: p2p_bench of that MPI on 2 ranks, one per core (5 minutes at most)
+launch() {
+    local m=$1
+    shift
+    case $m in
+    smheap)  timeout 300 "$top/build/install/bin/mpiexec" -n 2 -bind-to core \
+                 "$exe/smheap/p2p_bench" "$@" ;;
+    nemesis) timeout 300 "$top/build/nemesis/install/bin/mpiexec" -n 2 -bind-to core \
+                 "$exe/nemesis/p2p_bench" "$@" ;;
+    openmpi) timeout 300 mpirun.openmpi -np 2 --bind-to core --allow-run-as-root \
+                 --mca btl self,vader --mca btl_vader_single_copy_mechanism "$vader_copy" \
+                 "$exe/openmpi/p2p_bench" "$@" ;;
+    esac
+}
+
+# record LABEL CMD...: one run, its lines prefixed with LABEL into the raw file (stderr as
+# comments); a failed run is tried again once (the install may be being replaced), then
+# reported and left out
+record() {
+    local label=$1 tmp="$out/p2p-run.tmp"
+    shift
+    for attempt in 1 2; do
+        if "$@" >"$tmp" 2>"$tmp.err"; then
+            sed "s|^|$label |" "$tmp" >>"$raw"
+            sed "s|^|# stderr $label: |" "$tmp.err" >>"$raw"
+            rm -f "$tmp" "$tmp.err"
+            return 0
+        fi
+        [ "$attempt" = 1 ] && sleep 10
+    done
+    echo "p2p: $label failed twice, left out: $(tail -n 1 "$tmp.err")" >&2
+    sed "s|^|# failed $label: |" "$tmp.err" >>"$raw"
+    rm -f "$tmp" "$tmp.err"
+}
+
+{
+    echo "# bench/p2p/run.sh $runs QUICK=$quick, $(date -Is), $(uname -r), $(nproc) CPUs"
+    echo "# mpis: ${mpis[*]}; Open MPI single copy: $vader_copy; ulimit -s $(ulimit -s)"
+} >"$raw"
+for r in $(seq "$runs"); do
+    for m in "${mpis[@]}"; do
+        echo "p2p: round $r/$runs: $m" >&2
+        for t in lat bw bibw; do
+            for b in $bufs; do
+                record "round=$r mpi=$m run=$t/$b" launch "$m" -t "$t" -b "$b" "${qflag[@]}"
+            done
+        done
+    done
+    echo "p2p: round $r/$runs: memcpy" >&2
+    record "round=$r mpi=memcpy run=memcpy" timeout 300 "$exe/memcpy_bench" "${qflag[@]}"
+done
+
+{
+    echo "bench/p2p: 2 ranks on 2 cores, $runs run(s)$([ "$quick" = 1 ] && echo ", QUICK")," \
+        "$(date -Is)"
+    echo "MPIs: ${mpis[*]} (Open MPI: btl self,vader, single copy $vader_copy)"
+    python3 "$src/report.py" "$raw" "$out"
+} | tee "$out/p2p.txt"
+
+if command -v gnuplot >/dev/null 2>&1; then
+    (cd "$out" && gnuplot p2p.gp)
+    echo "plots: $out/p2p-lat.png $out/p2p-bw.png $out/p2p-bibw.png"
+else
+    echo "p2p: no gnuplot (apt-get install gnuplot-nox), no plots"
+fi
