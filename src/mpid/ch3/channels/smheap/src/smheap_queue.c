@@ -12,35 +12,108 @@
 
 smheap_queue_t smheap_queue;
 
-static void choose_geometry(int nranks)
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_CH3_SMHEAP_RING_SIZE
+      category    : CH3
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: bytes of each ring between two local ranks (rounded down to a power of
+        two, at least 64 KiB).  Eager messages and large data outside the shared heap are
+        staged through the rings, in 32 KiB cells, so a larger ring lets the sender run
+        further ahead of the receiver.  0 chooses by the number of local ranks: 2 MiB
+        per ring up to 5 ranks, less beyond, so that each rank's inbound rings stay
+        within 8 MiB.  The first local rank's value is used by all.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+#define SMHEAP_CELL_SIZE (32 * 1024)
+#define SMHEAP_MAX_AUTO_RING (2 * 1024 * 1024)
+#define SMHEAP_INBOX_BUDGET (8 * 1024 * 1024)   /* per rank, for the automatic size */
+#define SMHEAP_MIN_RING (64 * 1024)
+
+static size_t pow2_floor(size_t x)
 {
-    /* Rings for nranks^2 pairs: keep the segment modest as jobs grow.  Cells are
-     * touched (and backed by tmpfs pages) only when a pair actually talks. */
-    if (nranks <= 16) {
-        smheap_queue.geom.cells = 8;
-        smheap_queue.geom.cell_size = 32 * 1024;
-    } else {
-        smheap_queue.geom.cells = 4;
-        smheap_queue.geom.cell_size = 16 * 1024;
+    size_t p = 1;
+
+    while (p * 2 <= x)
+        p *= 2;
+    return p;
+}
+
+/* Bytes per ring: measured on two cores, a 2 MiB ring carries data outside the heap two to
+ * three times faster than a 256 KiB one, because the sender need not wait for the receiver
+ * (bench/p2p).  Every rank has nranks - 1 inbound rings, backed by tmpfs pages as they are
+ * used, so the automatic size shrinks as jobs grow. */
+static size_t ring_bytes(int nranks)
+{
+    size_t want = MPIR_CVAR_CH3_SMHEAP_RING_SIZE;
+
+    if (nranks == 1)
+        return SMHEAP_MIN_RING;         /* no peers: the rings are never used */
+    if (MPIR_CVAR_CH3_SMHEAP_RING_SIZE <= 0)
+        want = MPL_MIN(SMHEAP_MAX_AUTO_RING, SMHEAP_INBOX_BUDGET / (size_t) (nranks - 1));
+    return pow2_floor(MPL_MAX(want, SMHEAP_MIN_RING));
+}
+
+static void set_geometry(size_t ring)
+{
+    smheap_queue.geom.cell_size = MPL_MIN(SMHEAP_CELL_SIZE, ring / 4);
+    smheap_queue.geom.cells = ring / smheap_queue.geom.cell_size;
+}
+
+/* Every rank must lay the segment out alike: take the first local rank's ring size (the
+ * setting may differ between ranks; /dev/shm and the rank count do not). */
+static int agree_on_ring_size(int nranks, int my_rank, size_t *ring)
+{
+    int mpi_errno = MPI_SUCCESS;
+    uint64_t size = ring_bytes(nranks);
+
+    if (my_rank == 0) {
+        mpi_errno = MPIDU_Init_shm_put(&size, sizeof(size));
+        MPIR_ERR_CHECK(mpi_errno);
     }
+    mpi_errno = MPIDU_Init_shm_barrier();
+    MPIR_ERR_CHECK(mpi_errno);
+    if (my_rank != 0) {
+        mpi_errno = MPIDU_Init_shm_get(0, sizeof(size), &size);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    mpi_errno = MPIDU_Init_shm_barrier();       /* before anyone reuses the block */
+    MPIR_ERR_CHECK(mpi_errno);
+    *ring = size;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 int MPIDI_CH3I_Smheap_queue_init(int nranks, int my_rank)
 {
     int mpi_errno = MPI_SUCCESS;
-    size_t bells_len, len;
+    size_t bells_len, len, ring;
 
     MPIR_FUNC_ENTER;
 
     smheap_queue.nranks = nranks;
     smheap_queue.my_rank = my_rank;
-    choose_geometry(nranks);
-
-    bells_len = MPL_ROUND_UP_ALIGN((size_t) nranks * sizeof(smheap_doorbell_t), 4096);
-    len = bells_len + (size_t) nranks * nranks * smheap_ring_size(&smheap_queue.geom);
 
     mpi_errno = MPIDU_Init_shm_init();
     MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = agree_on_ring_size(nranks, my_rank, &ring);
+    MPIR_ERR_CHECK(mpi_errno);
+    set_geometry(ring);
+
+    bells_len = MPL_ROUND_UP_ALIGN((size_t) nranks * sizeof(smheap_doorbell_t), 4096);
+    len = bells_len + (size_t) nranks * nranks * smheap_ring_size(&smheap_queue.geom);
     mpi_errno = MPIDU_Init_shm_alloc(len, &smheap_queue.segment);
     MPIR_ERR_CHECK(mpi_errno);
 
