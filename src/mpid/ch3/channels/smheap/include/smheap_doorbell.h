@@ -34,8 +34,18 @@ static inline void smheap_doorbell_disarm(smheap_doorbell_t * b)
     atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_relaxed);
 }
 
-/* Wake every thread asleep on b.  Call after publishing the work. */
-void smheap_doorbell_ring(smheap_doorbell_t * b);
+void smheap_doorbell_wake(smheap_doorbell_t * b);
+
+/* Wake every thread asleep on b.  Call after publishing the work.  Inline: every message
+ * pays for the fence, and only a sleeper for the system call. */
+static inline void smheap_doorbell_ring(smheap_doorbell_t * b)
+{
+    /* order the caller's publication before our look at `sleepers` (pairs with the
+     * seq_cst increment in smheap_doorbell_arm) */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&b->sleepers, memory_order_relaxed) > 0)
+        smheap_doorbell_wake(b);
+}
 
 /* Sleep until b is rung after smheap_doorbell_arm returned seq, or timeout_ns passes.
  * Returns 0, or an errno value for a futex failure other than a wake-up or timeout. */

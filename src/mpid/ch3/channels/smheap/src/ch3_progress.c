@@ -142,7 +142,7 @@ static int poll_inbox(int *made_progress)
     recv_nesting = 1;
 
     for (i = 0; i < nranks; i++) {
-        int peer = (next_peer + i) % nranks;
+        int peer = next_peer + i < nranks ? next_peer + i : next_peer + i - nranks;
         MPIDI_VC_t *vc = peer_vcs[peer];
         int budget = smheap_queue.geom.cells;
         smheap_cell_t *cell;
@@ -163,7 +163,8 @@ static int poll_inbox(int *made_progress)
          * asleep: a fence and a load) */
         MPIDI_CH3I_Smheap_wake(peer);
     }
-    next_peer = (next_peer + 1) % nranks;
+    if (++next_peer == nranks)
+        next_peer = 0;
 
   fn_exit:
     recv_nesting = 0;

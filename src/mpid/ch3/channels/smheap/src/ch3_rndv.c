@@ -37,27 +37,18 @@ cvars:
     - name        : MPIR_CVAR_CH3_SMHEAP_SINGLE_COPY_MIN
       category    : CH3
       type        : int
-      default     : 16384
+      default     : 4096
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_ALL_EQ
       description : >-
         ch3:smheap: smallest message (bytes) whose shared-heap data is sent with a single
         copy; smaller ones are sent eagerly.  Data outside the heap keeps ch3's eager
-        limit, MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE.
+        limit, MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE.  On two cores the single copy is faster
+        from 1 KiB (bench/p2p); 4 KiB, Open MPI's shared-memory eager limit, leaves
+        programs that count on small blocking sends being buffered room to do so.
 
     - name        : MPIR_CVAR_CH3_SMHEAP_SHARED_COPY_MIN
-      category    : CH3
-      type        : int
-      default     : 131072
-      class       : none
-      verbosity   : MPI_T_VERBOSITY_USER_BASIC
-      scope       : MPI_T_SCOPE_ALL_EQ
-      description : >-
-        ch3:smheap: smallest single-copy message (bytes) whose copy the sender shares with
-        the receiver when both buffers are in the shared heap.  -1 never shares.
-
-    - name        : MPIR_CVAR_CH3_SMHEAP_COPY_CHUNK
       category    : CH3
       type        : int
       default     : 65536
@@ -65,8 +56,20 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_ALL_EQ
       description : >-
+        ch3:smheap: smallest single-copy message (bytes) whose copy the sender shares with
+        the receiver when both buffers are in the shared heap.  -1 never shares.  Measured
+        on two cores, sharing pays from 64 KiB.
+
+    - name        : MPIR_CVAR_CH3_SMHEAP_COPY_CHUNK
+      category    : CH3
+      type        : int
+      default     : 32768
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
         ch3:smheap: bytes the sender and the receiver claim at a time when they share a
-        copy.
+        copy (at least 4096).
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */

@@ -12,15 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-void smheap_doorbell_ring(smheap_doorbell_t * b)
+void smheap_doorbell_wake(smheap_doorbell_t * b)
 {
-    /* order the caller's publication before our look at `sleepers` (pairs with the
-     * seq_cst increment in smheap_doorbell_arm) */
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&b->sleepers, memory_order_relaxed) > 0) {
-        atomic_fetch_add_explicit(&b->seq, 1, memory_order_release);
-        syscall(SYS_futex, &b->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-    }
+    atomic_fetch_add_explicit(&b->seq, 1, memory_order_release);
+    syscall(SYS_futex, &b->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 int smheap_doorbell_sleep(smheap_doorbell_t * b, int seq, long timeout_ns)
