@@ -361,7 +361,7 @@ int MPIDI_CH3I_Progress(MPID_Progress_state * state, int blocking)
  * waiting for exactly that. */
 void MPIDI_CH3I_Progress_wakeup(void)
 {
-    if (smheap_queue.bells)
+    if (MPIR_ThreadInfo.isThreaded && smheap_queue.bells)
         MPIDI_CH3I_Smheap_wake(smheap_queue.my_rank);
 }
 #endif

@@ -63,10 +63,14 @@ static size_t ring_bytes(int nranks)
     return pow2_floor(MPL_MAX(want, SMHEAP_MIN_RING));
 }
 
+/* One extra cache line per cell staggers the cells' first lines, where short messages
+ * travel: at a power-of-two stride they would all fall into one set of the L1 cache. */
 static void set_geometry(size_t ring)
 {
-    smheap_queue.geom.cell_size = MPL_MIN(SMHEAP_CELL_SIZE, ring / 4);
-    smheap_queue.geom.cells = ring / smheap_queue.geom.cell_size;
+    size_t payload = MPL_MIN(SMHEAP_CELL_SIZE, ring / 4);
+
+    smheap_queue.geom.cells = ring / payload;
+    smheap_queue.geom.cell_size = payload + SMHEAP_CACHELINE;
 }
 
 /* Every rank must lay the segment out alike: take the first local rank's ring size (the
