@@ -2,6 +2,8 @@
 # Install what building smheap and MPICH needs, and fetch the sources of MPICH 4.0.2 and of
 # jemalloc (the shared heap's engine) from Debian's source packages (the deb-src entry is derived from the machine's own apt sources, so no host
 # name is written here).  Idempotent: a second run does nothing it does not have to.
+#   maint/deps.sh           what the build and the tests need
+#   maint/deps.sh --bench   also Open MPI and gnuplot, for bench/p2p (and nothing else)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/maint/config.sh"
@@ -10,6 +12,11 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 need_pkgs=(build-essential autoconf automake libtool pkg-config perl python3 xz-utils
            dpkg-dev bzip2 libhwloc-dev hwloc valgrind ccache)
+bench_only=no
+if [ "${1:-}" = --bench ]; then
+    need_pkgs=(openmpi-bin libopenmpi-dev gnuplot-nox)
+    bench_only=yes
+fi
 missing=()
 for p in "${need_pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -18,6 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     as_root apt-get update -q
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+[ "$bench_only" = yes ] && exit 0
 
 src_list=/etc/apt/sources.list.d/smheap-deb-src.sources
 if ! grep -rqs '^Types:.*deb-src\|^deb-src ' /etc/apt/sources.list /etc/apt/sources.list.d/; then
