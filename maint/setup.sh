@@ -25,7 +25,7 @@ done
 "$top/maint/deps.sh"
 
 src="$BUILD_DIR/mpich-$MPICH_VERSION"
-graft_dirs=(src/mpid/ch3/channels/smheap src/heap)
+graft_dirs=(src/mpid/ch3/channels/smheap src/heap src/coll)
 
 # Copy the project's sources into the MPICH tree, touching only files whose content changed
 # (so make rebuilds just those) and dropping files the project no longer has.

@@ -55,6 +55,17 @@ mpi_core_sources +=                                        \
     src/heap/smheap_region.c                               \
     src/heap/smheap_stats.c
 
+# The shared-heap collectives (the project's src/coll, grafted at the same place).
+AM_CPPFLAGS += -I$(top_srcdir)/src/coll
+
+noinst_HEADERS +=                                          \
+    src/coll/smheap_coll.h                                 \
+    src/coll/smheap_coll_tables.h
+
+mpi_core_sources +=                                        \
+    src/coll/smheap_coll_comm.c                            \
+    src/coll/smheap_coll_algos.c
+
 # (as the embedded ucx and ofi netmods of ch4 add their libraries)
 pmpi_convenience_libs += $(SMHEAP_JEMALLOC_LIB)
 

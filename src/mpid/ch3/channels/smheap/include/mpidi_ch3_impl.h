@@ -18,6 +18,7 @@ int MPIDI_CH3I_Progress_init(void);
 int MPIDI_CH3I_Progress_finalize(void);
 int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc);
 void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc);
+int MPIDI_CH3I_Progress_wait_for(int (*ready) (void *), void *arg);
 
 /* Sending (ch3_isend.c) */
 int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov);

@@ -19,7 +19,9 @@
 #define MPIDI_CH3_HAS_NO_DYNAMIC_PROCESS
 
 typedef struct {
-    int dummy;                  /* no channel-private communicator state */
+    /* the shared-heap collectives' state (src/coll/smheap_coll.h); NULL when the
+     * communicator keeps MPICH's collectives */
+    struct smheap_coll_comm *coll;
 } MPIDI_CH3I_CH_comm_t;
 
 typedef struct MPIDI_CH3I_VC {

@@ -43,4 +43,16 @@ static inline void MPIDI_CH3I_Smheap_wake(int rank)
     smheap_doorbell_ring(&smheap_queue.bells[rank]);
 }
 
+/* Wake those of `ranks` (node ranks, n of them) that may be asleep, after publishing
+ * something they wait for: one fence for all. */
+static inline void MPIDI_CH3I_Smheap_wake_ranks(const int *ranks, int n)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    for (int i = 0; i < n; i++) {
+        smheap_doorbell_t *b = &smheap_queue.bells[ranks[i]];
+        if (atomic_load_explicit(&b->sleepers, memory_order_relaxed) > 0)
+            smheap_doorbell_wake(b);
+    }
+}
+
 #endif /* SMHEAP_QUEUE_H_INCLUDED */

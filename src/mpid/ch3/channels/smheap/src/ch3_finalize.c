@@ -4,6 +4,7 @@
  */
 
 #include "mpidi_ch3_impl.h"
+#include "smheap_coll.h"
 
 int MPIDI_CH3_Finalize(void)
 {
@@ -11,6 +12,8 @@ int MPIDI_CH3_Finalize(void)
 
     MPIR_FUNC_ENTER;
 
+    mpi_errno = MPIDI_CH3I_Smheap_coll_finalize();
+    MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Progress_finalize();
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Smheap_queue_finalize();

@@ -3,9 +3,29 @@
  * node segment and give every VC its pair of rings.
  */
 
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_CH3_SMHEAP_COLL
+      category    : CH3
+      type        : boolean
+      default     : true
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: run collectives on communicators whose ranks share the heap with the
+        channel's single-copy algorithms (src/coll).  0 keeps MPICH's own algorithms
+        everywhere, as MPIR_CVAR_DEVICE_COLLECTIVES=none also does.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
 #include "mpidi_ch3_impl.h"
 #include <unistd.h>
 #include "mpid_nem_impl.h"      /* the ordering answer for the window code */
+#include "smheap_coll.h"
 
 static int channel_initialized;
 
@@ -114,6 +134,8 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
     mpi_errno = MPIDI_CH3I_Smheap_queue_init(pg_p->size, pg_rank);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Smheap_heap_init(pg_p->size, pg_rank);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3I_Smheap_coll_init();
     MPIR_ERR_CHECK(mpi_errno);
     channel_initialized = 1;
 

@@ -356,6 +356,53 @@ int MPIDI_CH3I_Progress(MPID_Progress_state * state, int blocking)
     goto fn_exit;
 }
 
+/* Wait until ready(arg) holds, the way a blocking progress wait waits for a request: poll
+ * (which keeps point-to-point traffic moving: a peer may wait for us), then yield, then
+ * sleep on the doorbell.  Whoever changes what ready() looks at must ring this rank's
+ * doorbell afterwards (MPIDI_CH3I_Smheap_wake). */
+int MPIDI_CH3I_Progress_wait_for(int (*ready) (void *), void *arg)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int idle = 0;
+    int spin = MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS;
+    int yield = spin + MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS;
+    smheap_doorbell_t *bell = &smheap_queue.bells[smheap_queue.my_rank];
+
+    while (!ready(arg)) {
+        int made_progress = FALSE;
+
+        mpi_errno = poll_once(&made_progress);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (made_progress) {
+            idle = 0;
+        } else if (++idle < spin) {
+            MPL_atomic_compiler_barrier();
+        } else if (idle < yield) {
+            yield_cpu();
+        } else {
+            int seq = smheap_doorbell_arm(bell), err = 0;
+
+            if (!ready(arg)) {
+                mpi_errno = poll_once(&made_progress);
+                if (mpi_errno == MPI_SUCCESS && !made_progress) {
+                    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_sleeps, 1);
+                    err = sleep_on_doorbell(bell, seq);
+                }
+            }
+            smheap_doorbell_disarm(bell);
+            MPIR_ERR_CHECK(mpi_errno);
+            MPIR_ERR_CHKANDJUMP1(err, mpi_errno, MPI_ERR_OTHER, "**smheap_futex",
+                                 "**smheap_futex %s", strerror(err));
+            idle = spin;
+        }
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 #ifdef MPICH_IS_THREADED
 /* A request completed in this process: a thread of ours may be asleep on the doorbell
  * waiting for exactly that. */

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Collectives on 2 and 4 ranks: ch3:smheap against ch3:nemesis (MPICH's own algorithms over
+# point-to-point) and Open MPI, whichever are installed.  coll_bench.c (time per call, OSU
+# style: the slowest rank's average) is built with each MPI's mpicc into
+# build/bench/coll/<mpi>/; every round runs every MPI x rank count x collective once, at
+# 8 B, 64 KiB and 1 MiB per rank, rounds interleaved so that drift hits all alike.  Prints
+# the medians over the rounds and the speedups of smheap, and plots them (gnuplot).
+#   bench/coll/run.sh [RUNS]      (default 5; smheap from maint/setup.sh's build/install,
+#                                  nemesis from maint/setup.sh --nemesis, Open MPI from Debian)
+#   QUICK=1 bench/coll/run.sh 1   a smoke test: about 0.05 s per size instead of 0.3 s
+#   RANKS="2 4"                   rank counts; above the number of CPUs the ranks are not
+#                                 bound (MPICH: plain mpiexec -n N; Open MPI: --oversubscribe
+#                                 --bind-to none) and the tables say "oversubscribed"
+#   COLLS="barrier bcast reduce allreduce allgather"   (coll_bench also has gather, scatter,
+#                                 alltoall)
+#   SIZES="8 65536 1048576"       bytes per rank (per block for allgather, gather, scatter,
+#                                 alltoall; multiples of 8 for the reductions)
+#   MPIS="smheap nemesis openmpi" which to run (smheap is required when listed)
+#   VADER_COPY=none|cma|emulated  Open MPI's single-copy mechanism (default cma)
+# Output in build/results/bench/: coll.txt (tables), coll-raw.txt (every measurement),
+# coll-<coll>.png (and the .dat files and coll.gp that draw them).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+runs=${1:-5}
+quick=${QUICK:-0}
+ranks=${RANKS:-2 4}
+colls=${COLLS:-barrier bcast reduce allreduce allgather}
+sizes=${SIZES:-8 65536 1048576}
+want=${MPIS:-smheap nemesis openmpi}
+vader_copy=${VADER_COPY:-cma}
+cpus=$(nproc)
+src="$top/bench/coll"
+exe="$top/build/bench/coll"
+out="$top/build/results/bench"
+raw="$out/coll-raw.txt"
+mkdir -p "$exe" "$out"
+qflag=()
+[ "$quick" = 1 ] && qflag=(-q)
+list=$(echo $sizes | tr ' ' ,)
+
+# build LABEL MPICC: coll_bench for one MPI; one line and a failure if it is not there
+build() {
+    if ! command -v "$2" >/dev/null 2>&1; then
+        echo "coll: $1: no $2, skipped"
+        return 1
+    fi
+    mkdir -p "$exe/$1"
+    "$2" -O2 -std=c99 -o "$exe/$1/coll_bench" "$src/coll_bench.c" ||
+        { echo "coll: $1: $2 failed, skipped"; return 1; }
+}
+mpis=()
+for m in $want; do
+    case $m in
+    smheap)
+        build smheap "$top/build/install/bin/mpicc" ||
+            { echo "coll: smheap is required (maint/setup.sh), or leave it out of MPIS"; exit 1; }
+        ;;
+    nemesis)
+        build nemesis "$top/build/nemesis/install/bin/mpicc" || continue ;;
+    openmpi)
+        command -v mpirun.openmpi >/dev/null 2>&1 ||
+            { echo "coll: openmpi: no mpirun.openmpi, skipped"; continue; }
+        build openmpi mpicc.openmpi || continue ;;
+    *)
+        echo "coll: unknown MPI $m (smheap, nemesis, openmpi)"; exit 1 ;;
+    esac
+    mpis+=("$m")
+done
+[ ${#mpis[@]} -gt 0 ] || { echo "coll: no MPI to run"; exit 1; }
+
+# launch MPI N ARGS...: coll_bench of that MPI on N ranks, one per core when there are enough
+# cores, else unbound (5 minutes at most)
+launch() {
+    local m=$1 n=$2 bind=() obind=(--bind-to core)
+    shift 2
+    if [ "$n" -le "$cpus" ]; then
+        bind=(-bind-to core)
+    else
+        obind=(--oversubscribe --bind-to none)
+    fi
+    case $m in
+    smheap)  timeout 300 "$top/build/install/bin/mpiexec" -n "$n" "${bind[@]}" \
+                 "$exe/smheap/coll_bench" "$@" ;;
+    nemesis) timeout 300 "$top/build/nemesis/install/bin/mpiexec" -n "$n" "${bind[@]}" \
+                 "$exe/nemesis/coll_bench" "$@" ;;
+    openmpi) timeout 300 mpirun.openmpi -np "$n" "${obind[@]}" --allow-run-as-root \
+                 --mca btl self,vader --mca btl_vader_single_copy_mechanism "$vader_copy" \
+                 "$exe/openmpi/coll_bench" "$@" ;;
+    esac
+}
+
+# record LABEL CMD...: one run, its lines prefixed with LABEL into the raw file (stderr as
+# comments); a failed run is tried again once (the install may be being replaced), then
+# reported and left out
+record() {
+    local label=$1 tmp="$out/coll-run.tmp" rc=0 why
+    shift
+    for attempt in 1 2; do
+        rc=0
+        "$@" >"$tmp" 2>"$tmp.err" || rc=$?
+        if [ "$rc" = 0 ]; then
+            sed "s|^|$label |" "$tmp" >>"$raw"
+            sed "s|^|# stderr $label: |" "$tmp.err" >>"$raw"
+            rm -f "$tmp" "$tmp.err"
+            return 0
+        fi
+        [ "$attempt" = 1 ] && sleep 10
+    done
+    why=$(grep -v '^[= ]*$' "$tmp.err" | grep -m 1 coll_bench || true)
+    [ "$rc" = 124 ] && why="timed out after 300 s"
+    echo "coll: $label failed twice (exit status $rc), left out: ${why:-see $raw}" >&2
+    sed "s|^|# failed $label: |" "$tmp" "$tmp.err" >>"$raw"
+    rm -f "$tmp" "$tmp.err"
+}
+
+{
+    echo "# bench/coll/run.sh $runs QUICK=$quick, $(date -Is), $(uname -r), $cpus CPUs"
+    echo "# mpis: ${mpis[*]}; ranks: $ranks; colls: $colls; sizes: $sizes;" \
+        "Open MPI single copy: $vader_copy"
+} >"$raw"
+for r in $(seq "$runs"); do
+    for m in "${mpis[@]}"; do
+        for n in $ranks; do
+            echo "coll: round $r/$runs: $m, $n ranks" >&2
+            for c in $colls; do
+                record "round=$r mpi=$m run=$c/$n" launch "$m" "$n" -c "$c" -l "$list" \
+                    "${qflag[@]}"
+            done
+        done
+    done
+done
+
+{
+    echo "bench/coll: ranks $ranks on $cpus CPUs, $runs run(s)$([ "$quick" = 1 ] &&
+        echo ", QUICK"), $(date -Is)"
+    echo "MPIs: ${mpis[*]} (Open MPI: btl self,vader, single copy $vader_copy, coll as its" \
+        "defaults)"
+    python3 "$src/report.py" "$raw" "$out" "$cpus"
+} | tee "$out/coll.txt"
+
+if command -v gnuplot >/dev/null 2>&1; then
+    (cd "$out" && gnuplot coll.gp)
+    plots=()
+    for c in $colls; do
+        if [ -f "$out/coll-$c.png" ]; then plots+=("$out/coll-$c.png"); fi
+    done
+    echo "plots: ${plots[*]}"
+else
+    echo "coll: no gnuplot (apt-get install gnuplot-nox), no plots"
+fi

@@ -1,0 +1,57 @@
+/*
+ * ch3:smheap collectives -- single-copy collectives through the shared heap, installed per
+ * communicator by the channel's communicator hooks (smheap_coll_comm.c) in the table that
+ * MPICH's MPID_<Coll> call through (maint/patches/0002-ch3-collectives-table.patch).
+ *
+ * Each communicator has a control block in the shared heap: one cache line per rank holding
+ * the rank's step (how far it got through the collectives' synchronization points, which
+ * every rank passes in the same order) and the addresses of the buffers it offers.  A rank
+ * reads or reduces straight from a peer's buffer once the peer's step says it is there, and
+ * does not return before everyone who reads its buffers has said it is done.  Data outside
+ * the heap, or laid out by a noncontiguous datatype, is first packed into the rank's own
+ * staging buffer in the heap, so the choice is local and needs no agreement.
+ */
+
+#ifndef SMHEAP_COLL_H_INCLUDED
+#define SMHEAP_COLL_H_INCLUDED
+
+#include "mpidimpl.h"
+#include <stdatomic.h>
+
+typedef struct smheap_coll_slot {
+    _Alignas(64) _Atomic uint64_t step;         /* last synchronization point reached */
+    const void *src;            /* what this rank offers to read, valid from its first step */
+    void *dst;                  /* where peers may write for it, likewise */
+} smheap_coll_slot_t;
+
+typedef struct smheap_coll_ctrl {
+    _Alignas(64) atomic_int users;      /* ranks whose communicator is not freed yet */
+    int size;
+    smheap_coll_slot_t slot[];
+} smheap_coll_ctrl_t;
+
+/* The channel's part of a communicator (mpidi_ch3_pre.h) holds a pointer to this. */
+typedef struct smheap_coll_comm {
+    MPIDI_Coll_fns *prev;       /* the table ours replaced: for what we do not handle */
+    smheap_coll_ctrl_t *ctrl;   /* NULL until the first collective */
+    int unusable;               /* the control block could not be placed in the heap */
+    uint64_t step;              /* this rank's next synchronization point */
+    void *scratch;              /* this rank's staging buffer, in the heap */
+    size_t scratch_len;
+    int size;
+    int node_rank[];            /* whose doorbell to ring for each rank */
+} smheap_coll_comm_t;
+
+/* smheap_coll_comm.c */
+int MPIDI_CH3I_Smheap_coll_init(void);
+int MPIDI_CH3I_Smheap_coll_finalize(void);
+int MPIDI_CH3I_Smheap_coll_ready(MPIR_Comm * comm, smheap_coll_comm_t ** cc);
+void *MPIDI_CH3I_Smheap_coll_scratch(smheap_coll_comm_t * cc, size_t len);
+void MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step);
+void MPIDI_CH3I_Smheap_coll_reach(smheap_coll_comm_t * cc, int me, uint64_t step);
+void MPIDI_CH3I_Smheap_coll_count(int shared);
+
+/* smheap_coll_algos.c: the table entries */
+void MPIDI_CH3I_Smheap_coll_override(MPIDI_Coll_fns * table);
+
+#endif /* SMHEAP_COLL_H_INCLUDED */

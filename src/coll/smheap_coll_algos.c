@@ -1,0 +1,545 @@
+/*
+ * ch3:smheap collectives -- the algorithms (see smheap_coll.h for the control block).
+ *
+ * Every collective numbers its synchronization points from the communicator's step counter;
+ * all ranks pass the same points in the same order.  "offer" publishes what a rank lets
+ * peers read (and where they may write) and marks a point; "wait" waits for a peer to reach
+ * a point.  A rank returns only once every reader of what it offered is past the point that
+ * ends the reading.
+ *
+ * Byte-moving collectives read peers' data as a packed byte stream: contiguous data in the
+ * heap is offered in place, anything else is packed into the rank's staging buffer first
+ * and unpacked by the reader, so each rank decides alone.  Reductions need the datatype's
+ * own layout, so they run here only for contiguous datatypes (every predefined one) and go
+ * to MPICH's algorithms otherwise; the datatype of a reduction is the same on every rank.
+ */
+
+#include "mpidi_ch3_impl.h"
+#include "smheap.h"
+#include "smheap_coll.h"
+
+/* Below this many bytes a reduction is done whole by each rank that needs the result; above,
+ * the vector is split so that every rank reduces its own part at once. */
+#define SMALL_REDUCTION 8192
+
+typedef struct {
+    void *buf;
+    MPI_Aint count;
+    MPI_Datatype dt;
+    int contig;
+    MPI_Aint bytes, lb;
+} view_t;
+
+static view_t view_of(const void *buf, MPI_Aint count, MPI_Datatype dt)
+{
+    view_t v = { (void *) buf, count, dt, 1, 0, 0 };
+    MPIR_Datatype *dt_ptr;
+
+    MPIDI_Datatype_get_info(count, dt, v.contig, v.bytes, dt_ptr, v.lb);
+    (void) dt_ptr;
+    return v;
+}
+
+static int in_heap(const void *p, MPI_Aint len)
+{
+    return len <= 0 || (smheap_in_region(p) && smheap_in_region((const char *) p + len - 1));
+}
+
+static smheap_coll_slot_t *slot(smheap_coll_comm_t * cc, int rank)
+{
+    return &cc->ctrl->slot[rank];
+}
+
+static void reach(smheap_coll_comm_t * cc, int me, uint64_t step)
+{
+    MPIDI_CH3I_Smheap_coll_reach(cc, me, step);
+}
+
+static void offer(smheap_coll_comm_t * cc, int me, const void *src, void *dst, uint64_t step)
+{
+    slot(cc, me)->src = src;
+    slot(cc, me)->dst = dst;
+    reach(cc, me, step);
+}
+
+static void wait_all(smheap_coll_comm_t * cc, int size, uint64_t step)
+{
+    for (int r = 0; r < size; r++)
+        MPIDI_CH3I_Smheap_coll_wait(cc, r, step);
+}
+
+/* Where peers can read v's data as packed bytes: in place, or packed into the staging
+ * buffer at `at` (which the caller sized).  `stage` forces the copy (the rank will
+ * overwrite the data while peers read it). */
+static int readable(smheap_coll_comm_t * cc, view_t v, int stage, size_t at, const void **out)
+{
+    MPI_Aint actual;
+    char *s;
+
+    if (v.contig && !stage && in_heap((char *) v.buf + v.lb, v.bytes)) {
+        *out = (char *) v.buf + v.lb;
+        return MPI_SUCCESS;
+    }
+    s = (char *) cc->scratch + at;
+    *out = s;
+    if (v.contig)
+        MPIR_Memcpy(s, (char *) v.buf + v.lb, v.bytes);
+    else
+        return MPIR_Typerep_pack(v.buf, v.count, v.dt, 0, s, v.bytes, &actual);
+    return MPI_SUCCESS;
+}
+
+/* Copy `bytes` packed bytes from src into (buf, count, dt), starting at byte `offset` of
+ * the packed stream of (buf, count, dt). */
+static int unpack_into(view_t v, const void *src, MPI_Aint bytes, MPI_Aint offset)
+{
+    MPI_Aint actual;
+
+    if (bytes == 0)
+        return MPI_SUCCESS;
+    if (v.contig) {
+        MPIR_Memcpy((char *) v.buf + v.lb + offset, src, bytes);
+        return MPI_SUCCESS;
+    }
+    return MPIR_Typerep_unpack(src, bytes, v.buf, v.count, v.dt, offset, &actual);
+}
+
+#define READY_OR_FALL_BACK(comm_, cc_, call_)                                   \
+    do {                                                                        \
+        int err_ = MPIDI_CH3I_Smheap_coll_ready(comm_, &cc_);                   \
+        if (err_ != MPI_SUCCESS)                                                \
+            return err_;                                                        \
+        if (cc_->unusable) {                                                    \
+            MPIDI_CH3I_Smheap_coll_count(0);                                    \
+            return cc_->prev->call_;                                            \
+        }                                                                       \
+    } while (0)
+
+#define NEED_SCRATCH(cc_, len_)                                                 \
+    do {                                                                        \
+        if ((len_) > 0 && MPIDI_CH3I_Smheap_coll_scratch(cc_, len_) == NULL)    \
+            MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_NO_MEM, "**smheap_init",    \
+                                 "**smheap_init %s", "the shared heap is full"); \
+    } while (0)
+
+/* ------------------------------------------------------------------------------------ */
+
+static int barrier(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    smheap_coll_comm_t *cc;
+    uint64_t step;
+
+    READY_OR_FALL_BACK(comm, cc, Barrier(comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(1);
+    step = cc->step++;
+    reach(cc, comm->rank, step);
+    wait_all(cc, comm->local_size, step);
+    return MPI_SUCCESS;
+}
+
+static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm * comm,
+                 MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank;
+    smheap_coll_comm_t *cc;
+    view_t v = view_of(buf, count, dt);
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Bcast(buf, count, dt, root, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(1);
+    if (v.bytes == 0)
+        return MPI_SUCCESS;
+    offered = cc->step++;
+    copied = cc->step++;
+
+    if (me == root) {
+        NEED_SCRATCH(cc, v.bytes);
+        mpi_errno = readable(cc, v, 0, 0, &src);
+        MPIR_ERR_CHECK(mpi_errno);
+        offer(cc, me, src, NULL, offered);
+        reach(cc, me, copied);
+        wait_all(cc, comm->local_size, copied);
+    } else {
+        MPIDI_CH3I_Smheap_coll_wait(cc, root, offered);
+        mpi_errno = unpack_into(v, slot(cc, root)->src, v.bytes, 0);
+        reach(cc, me, copied);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* --- reductions ------------------------------------------------------------------------ */
+
+/* acc = in[0] op in[1] op ... op in[n-1], over elements [first, first+count) of each input,
+ * in rank order (MPIR_Reduce_local(a, b) computes b = a op b), so non-commutative operations
+ * get MPI's order. */
+static int reduce_inputs(smheap_coll_comm_t * cc, int n, MPI_Aint first, MPI_Aint count,
+                         MPI_Aint extent, MPI_Datatype dt, MPI_Op op, void *acc)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPI_Aint off = first * extent;
+
+    if (count == 0)
+        return MPI_SUCCESS;
+    MPIR_Memcpy(acc, (const char *) slot(cc, n - 1)->src + off, count * extent);
+    for (int r = n - 2; r >= 0 && mpi_errno == MPI_SUCCESS; r--)
+        mpi_errno = MPIR_Reduce_local((const char *) slot(cc, r)->src + off, acc, count, dt, op);
+    return mpi_errno;
+}
+
+/* Elements [*first, *first + *count) of a vector of `count` split among n ranks. */
+static void my_part(MPI_Aint count, int n, int rank, MPI_Aint * first, MPI_Aint * part)
+{
+    MPI_Aint per = (count + n - 1) / n;
+
+    *first = MPL_MIN(count, per * rank);
+    *part = MPL_MIN(count, *first + per) - *first;
+}
+
+static int reduction_handled(MPI_Datatype dt, MPI_Aint count)
+{
+    view_t v = view_of(NULL, count, dt);
+    MPI_Aint extent;
+
+    MPIR_Datatype_get_extent_macro(dt, extent);
+    return v.contig && v.lb == 0 && extent * count == v.bytes;
+}
+
+static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype dt,
+                     MPI_Op op, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    smheap_coll_comm_t *cc;
+    MPI_Aint extent, bytes, first, part;
+    uint64_t offered, reduced, pulled;
+    const void *src;
+    char *acc;
+
+    READY_OR_FALL_BACK(comm, cc, Allreduce(sendbuf, recvbuf, count, dt, op, comm, errflag));
+    if (!reduction_handled(dt, count)) {
+        MPIDI_CH3I_Smheap_coll_count(0);
+        return cc->prev->Allreduce(sendbuf, recvbuf, count, dt, op, comm, errflag);
+    }
+    MPIDI_CH3I_Smheap_coll_count(1);
+    if (count == 0)
+        return MPI_SUCCESS;
+    MPIR_Datatype_get_extent_macro(dt, extent);
+    bytes = count * extent;
+    my_part(count, n, me, &first, &part);
+    /* staging area: the input (if it must be staged), then the accumulator */
+    NEED_SCRATCH(cc, 2 * bytes + SMHEAP_CACHELINE);
+    acc = (char *) cc->scratch + MPL_ROUND_UP_ALIGN(bytes, SMHEAP_CACHELINE);
+
+    /* in place, the input is recvbuf, which this rank overwrites while peers read it */
+    mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt), in_place, 0,
+                         &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = cc->step++;
+    reduced = cc->step++;
+    offer(cc, me, src, acc, offered);
+    wait_all(cc, n, offered);
+
+    if (bytes <= SMALL_REDUCTION) {
+        mpi_errno = reduce_inputs(cc, n, 0, count, extent, dt, op, recvbuf);
+        reach(cc, me, reduced);
+        wait_all(cc, n, reduced);
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
+
+    /* each rank reduces its part, then everyone gathers the parts */
+    pulled = cc->step++;
+    mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc);
+    reach(cc, me, reduced);
+    wait_all(cc, n, reduced);
+    for (int r = 0; r < n; r++) {
+        MPI_Aint f, p;
+        my_part(count, n, r, &f, &p);
+        if (p > 0)
+            MPIR_Memcpy((char *) recvbuf + f * extent, slot(cc, r)->dst, p * extent);
+    }
+    reach(cc, me, pulled);
+    wait_all(cc, n, pulled);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype dt,
+                  MPI_Op op, int root, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    int in_place = sendbuf == MPI_IN_PLACE;     /* only the root may say so */
+    smheap_coll_comm_t *cc;
+    MPI_Aint extent, bytes, first, part;
+    uint64_t offered, reduced;
+    const void *src;
+    char *acc;
+
+    READY_OR_FALL_BACK(comm, cc, Reduce(sendbuf, recvbuf, count, dt, op, root, comm, errflag));
+    if (!reduction_handled(dt, count)) {
+        MPIDI_CH3I_Smheap_coll_count(0);
+        return cc->prev->Reduce(sendbuf, recvbuf, count, dt, op, root, comm, errflag);
+    }
+    MPIDI_CH3I_Smheap_coll_count(1);
+    if (count == 0)
+        return MPI_SUCCESS;
+    MPIR_Datatype_get_extent_macro(dt, extent);
+    bytes = count * extent;
+    my_part(count, n, me, &first, &part);
+    NEED_SCRATCH(cc, 2 * bytes + SMHEAP_CACHELINE);
+    acc = (char *) cc->scratch + MPL_ROUND_UP_ALIGN(bytes, SMHEAP_CACHELINE);
+
+    mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt),
+                         in_place && bytes <= SMALL_REDUCTION, 0, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = cc->step++;
+    reduced = cc->step++;
+    offer(cc, me, src, acc, offered);
+
+    if (bytes <= SMALL_REDUCTION) {     /* the root reduces everything */
+        if (me == root) {
+            wait_all(cc, n, offered);
+            mpi_errno = reduce_inputs(cc, n, 0, count, extent, dt, op, recvbuf);
+        }
+        reach(cc, me, reduced);
+        MPIDI_CH3I_Smheap_coll_wait(cc, root, reduced);
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
+
+    /* each rank reduces its part into its accumulator; the root collects the parts */
+    wait_all(cc, n, offered);
+    mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc);
+    reach(cc, me, reduced);
+    wait_all(cc, n, reduced);   /* my input is read by all until here */
+    if (me == root) {
+        uint64_t collected = cc->step++;
+        for (int r = 0; r < n; r++) {
+            MPI_Aint f, p;
+            my_part(count, n, r, &f, &p);
+            if (p > 0)
+                MPIR_Memcpy((char *) recvbuf + f * extent, slot(cc, r)->dst, p * extent);
+        }
+        reach(cc, me, collected);
+    } else {
+        MPIDI_CH3I_Smheap_coll_wait(cc, root, cc->step++);      /* it read my part */
+    }
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* --- data movement ----------------------------------------------------------------- */
+
+static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                     void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                     MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    smheap_coll_comm_t *cc;
+    view_t rv = view_of(recvbuf, recvcount * n, recvtype), in;
+    MPI_Aint block = rv.bytes / n;
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                           recvtype, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(1);
+    if (block == 0)
+        return MPI_SUCCESS;
+    if (sendbuf == MPI_IN_PLACE) {
+        MPI_Aint extent;
+        MPIR_Datatype_get_extent_macro(recvtype, extent);
+        in = view_of((char *) recvbuf + me * recvcount * extent, recvcount, recvtype);
+    } else {
+        in = view_of(sendbuf, sendcount, sendtype);
+    }
+    NEED_SCRATCH(cc, block);
+    mpi_errno = readable(cc, in, 0, 0, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = cc->step++;
+    copied = cc->step++;
+    offer(cc, me, src, NULL, offered);
+
+    for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {
+        int r = (me + i) % n;   /* own block last, and peers staggered */
+        if (r == me && sendbuf == MPI_IN_PLACE)
+            continue;
+        MPIDI_CH3I_Smheap_coll_wait(cc, r, offered);
+        mpi_errno = unpack_into(rv, slot(cc, r)->src, block, r * block);
+    }
+    reach(cc, me, copied);
+    wait_all(cc, n, copied);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                  void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype, int root,
+                  MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    smheap_coll_comm_t *cc;
+    view_t in = view_of(sendbuf, sendcount, sendtype);
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                        recvtype, root, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(1);
+    offered = cc->step++;
+    copied = cc->step++;
+
+    if (me != root) {
+        if (in.bytes > 0) {
+            NEED_SCRATCH(cc, in.bytes);
+            mpi_errno = readable(cc, in, 0, 0, &src);
+            MPIR_ERR_CHECK(mpi_errno);
+            offer(cc, me, src, NULL, offered);
+        } else {
+            reach(cc, me, offered);
+        }
+        MPIDI_CH3I_Smheap_coll_wait(cc, root, copied);
+    } else {
+        view_t rv = view_of(recvbuf, recvcount * n, recvtype);
+        MPI_Aint block = rv.bytes / n;
+
+        reach(cc, me, offered);
+        for (int r = 0; r < n && mpi_errno == MPI_SUCCESS && block > 0; r++) {
+            if (r == me) {
+                if (sendbuf == MPI_IN_PLACE)
+                    continue;
+                NEED_SCRATCH(cc, in.bytes);
+                mpi_errno = readable(cc, in, 0, 0, &src);
+                if (mpi_errno == MPI_SUCCESS)
+                    mpi_errno = unpack_into(rv, src, block, r * block);
+                continue;
+            }
+            MPIDI_CH3I_Smheap_coll_wait(cc, r, offered);
+            mpi_errno = unpack_into(rv, slot(cc, r)->src, block, r * block);
+        }
+        reach(cc, me, copied);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype, int root,
+                   MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    smheap_coll_comm_t *cc;
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                         recvtype, root, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(1);
+    offered = cc->step++;
+    copied = cc->step++;
+
+    if (me == root) {
+        view_t sv = view_of(sendbuf, sendcount * n, sendtype);
+        MPI_Aint block = sv.bytes / n;
+
+        NEED_SCRATCH(cc, sv.bytes);
+        mpi_errno = readable(cc, sv, 0, 0, &src);
+        MPIR_ERR_CHECK(mpi_errno);
+        offer(cc, me, src, NULL, offered);
+        if (recvbuf != MPI_IN_PLACE)
+            mpi_errno = unpack_into(view_of(recvbuf, recvcount, recvtype),
+                                    (const char *) src + me * block, block, 0);
+        reach(cc, me, copied);
+        wait_all(cc, n, copied);
+        MPIR_ERR_CHECK(mpi_errno);
+    } else {
+        view_t rv = view_of(recvbuf, recvcount, recvtype);
+
+        MPIDI_CH3I_Smheap_coll_wait(cc, root, offered);
+        mpi_errno = unpack_into(rv, (const char *) slot(cc, root)->src + me * rv.bytes,
+                                rv.bytes, 0);
+        reach(cc, me, copied);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                    void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                    MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    smheap_coll_comm_t *cc;
+    view_t rv = view_of(recvbuf, recvcount * n, recvtype);
+    view_t sv = in_place ? rv : view_of(sendbuf, sendcount * n, sendtype);
+    MPI_Aint block = rv.bytes / n;
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                          recvtype, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(1);
+    if (block == 0)
+        return MPI_SUCCESS;
+    NEED_SCRATCH(cc, sv.bytes);
+    /* in place, the input is recvbuf, which this rank overwrites while peers read it */
+    mpi_errno = readable(cc, sv, in_place, 0, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = cc->step++;
+    copied = cc->step++;
+    offer(cc, me, src, NULL, offered);
+
+    for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++) {
+        int r = (me + i) % n;
+        MPIDI_CH3I_Smheap_coll_wait(cc, r, offered);
+        mpi_errno = unpack_into(rv, (const char *) slot(cc, r)->src + me * block, block,
+                                r * block);
+    }
+    reach(cc, me, copied);
+    wait_all(cc, n, copied);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+void MPIDI_CH3I_Smheap_coll_override(MPIDI_Coll_fns * table)
+{
+    table->Barrier = barrier;
+    table->Bcast = bcast;
+    table->Reduce = reduce;
+    table->Allreduce = allreduce;
+    table->Allgather = allgather;
+    table->Gather = gather;
+    table->Scatter = scatter;
+    table->Alltoall = alltoall;
+}

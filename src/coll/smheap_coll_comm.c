@@ -1,0 +1,268 @@
+/*
+ * ch3:smheap collectives -- communicators: the create and destroy hooks that install and
+ * remove the smheap table (smheap_coll_tables.h), each communicator's control block and
+ * staging buffer in the shared heap, the wait for a peer, and the MPI_T variables.
+ */
+
+/* MPIR_CVAR_CH3_SMHEAP_COLL is declared with the channel's other knobs (ch3_init.c): MPICH
+ * extracts CVARs from its own source directories only. */
+
+#include "mpidi_ch3_impl.h"
+#include "smheap.h"
+#include "smheap_coll.h"
+#include "smheap_coll_tables.h"
+
+static smheap_coll_tables_t tables;
+
+/* Control blocks whose communicator this rank (their owner, rank 0) has freed while a peer
+ * still held it; freed once the last peer lets go. */
+typedef struct zombie {
+    smheap_coll_ctrl_t *ctrl;
+    struct zombie *next;
+} zombie_t;
+static zombie_t *zombies;
+
+static unsigned long long PVAR_COUNTER_smheap_coll_shared;
+static unsigned long long PVAR_COUNTER_smheap_coll_fallback;
+
+static void get_tables_live(void *addr, void *obj_handle, int count, void *buf)
+{
+    (void) addr, (void) obj_handle, (void) count;
+    *(unsigned long long *) buf = (unsigned long long) tables.live;
+}
+
+void MPIDI_CH3I_Smheap_coll_count(int shared)
+{
+    if (shared)
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_shared, 1);
+    else
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_fallback, 1);
+}
+
+static int reachable_by_peers(const void *p, size_t len)
+{
+    return smheap_in_region(p) && smheap_in_region((const char *) p + len - 1);
+}
+
+static void free_released_zombies(void)
+{
+    zombie_t **link = &zombies;
+
+    while (*link) {
+        zombie_t *z = *link;
+        if (atomic_load_explicit(&z->ctrl->users, memory_order_acquire) == 0) {
+            *link = z->next;
+            MPL_free(z->ctrl);
+            MPL_free(z);
+        } else {
+            link = &z->next;
+        }
+    }
+}
+
+/* This rank is done with the control block; its owner frees it when everyone is. */
+static void release_ctrl(smheap_coll_ctrl_t * ctrl, int owner)
+{
+    int left = atomic_fetch_sub_explicit(&ctrl->users, 1, memory_order_acq_rel) - 1;
+    zombie_t *z;
+
+    if (!owner)
+        return;
+    if (left == 0) {
+        MPL_free(ctrl);
+        return;
+    }
+    z = MPL_malloc(sizeof(*z), MPL_MEM_COMM);
+    if (z == NULL)
+        return;         /* leaked until exit: a few hundred bytes */
+    z->ctrl = ctrl;
+    z->next = zombies;
+    zombies = z;
+}
+
+static int comm_created(MPIR_Comm * comm, void *param)
+{
+    smheap_coll_comm_t *cc;
+    MPIDI_Coll_fns *table;
+
+    (void) param;
+    comm->dev.ch.coll = NULL;   /* the device part of a communicator is not zeroed */
+    if (!MPIR_CVAR_CH3_SMHEAP_COLL || !MPIDI_CH3I_Smheap_heap_shared ||
+        comm->comm_kind != MPIR_COMM_KIND__INTRACOMM)
+        return MPI_SUCCESS;
+
+    cc = MPL_calloc(1, sizeof(*cc) + comm->local_size * sizeof(int), MPL_MEM_COMM);
+    if (cc == NULL)
+        return MPI_SUCCESS;     /* MPICH's collectives will do */
+    cc->size = comm->local_size;
+    for (int r = 0; r < comm->local_size; r++)  /* one process group: its rank is the node's */
+        cc->node_rank[r] = comm->dev.vcrt->vcr_table[r]->pg_rank;
+    table = smheap_coll_tables_acquire(&tables, comm->dev.coll_fns,
+                                       MPIDI_CH3I_Smheap_coll_override);
+    if (table == NULL) {
+        MPL_free(cc);
+        return MPI_SUCCESS;
+    }
+    cc->prev = comm->dev.coll_fns;
+    cc->step = 1;
+    comm->dev.coll_fns = table;
+    comm->dev.ch.coll = cc;
+    return MPI_SUCCESS;
+}
+
+static int comm_destroyed(MPIR_Comm * comm, void *param)
+{
+    smheap_coll_comm_t *cc = comm->dev.ch.coll;
+
+    (void) param;
+    if (cc == NULL)
+        return MPI_SUCCESS;
+    comm->dev.coll_fns = smheap_coll_tables_release(&tables, comm->dev.coll_fns);
+    if (cc->ctrl)
+        release_ctrl(cc->ctrl, comm->rank == 0);
+    free_released_zombies();
+    MPL_free(cc->scratch);
+    MPL_free(cc);
+    comm->dev.ch.coll = NULL;
+    return MPI_SUCCESS;
+}
+
+/* Rank 0 places the control block in the shared heap and tells the others where, through
+ * MPICH's own broadcast; done at the communicator's first collective (the create hook may
+ * not communicate).  NULL for everyone if rank 0's heap could not hold it. */
+static int make_ctrl(MPIR_Comm * comm, smheap_coll_comm_t * cc)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    smheap_coll_ctrl_t *ctrl = NULL;
+    size_t len = sizeof(*ctrl) + (size_t) comm->local_size * sizeof(smheap_coll_slot_t);
+
+    if (comm->rank == 0) {
+        ctrl = MPL_aligned_alloc(SMHEAP_CACHELINE, len, MPL_MEM_COMM);
+        if (ctrl != NULL && !reachable_by_peers(ctrl, len)) {
+            MPL_free(ctrl);
+            ctrl = NULL;
+        }
+        if (ctrl != NULL) {
+            memset(ctrl, 0, len);
+            atomic_init(&ctrl->users, comm->local_size);
+            ctrl->size = comm->local_size;
+        }
+    }
+    mpi_errno = cc->prev->Bcast(&ctrl, sizeof(ctrl), MPI_BYTE, 0, comm, &errflag);
+    MPIR_ERR_CHECK(mpi_errno);
+    cc->ctrl = ctrl;
+    cc->unusable = ctrl == NULL;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Called first by every smheap collective: the communicator's state, with its control
+ * block made if this is its first collective.  (*cc)->unusable: use (*cc)->prev. */
+int MPIDI_CH3I_Smheap_coll_ready(MPIR_Comm * comm, smheap_coll_comm_t ** cc)
+{
+    *cc = comm->dev.ch.coll;
+    if ((*cc)->ctrl != NULL || (*cc)->unusable)
+        return MPI_SUCCESS;
+    return make_ctrl(comm, *cc);
+}
+
+/* This rank's staging buffer, at least len bytes, in the shared heap; NULL if the heap
+ * cannot hold it.  Only called between collectives' first step and after the previous
+ * collective's readers are done, so growing it never pulls it from under a reader. */
+void *MPIDI_CH3I_Smheap_coll_scratch(smheap_coll_comm_t * cc, size_t len)
+{
+    void *p;
+
+    if (len <= cc->scratch_len)
+        return cc->scratch;
+    len = MPL_MAX(len, 2 * cc->scratch_len);
+    p = MPL_aligned_alloc(SMHEAP_CACHELINE, len, MPL_MEM_BUFFER);
+    if (p != NULL && !reachable_by_peers(p, len)) {
+        MPL_free(p);
+        return NULL;
+    }
+    if (p == NULL)
+        return NULL;
+    MPL_free(cc->scratch);
+    cc->scratch = p;
+    cc->scratch_len = len;
+    return p;
+}
+
+struct reached {
+    _Atomic uint64_t *step;
+    uint64_t want;
+};
+
+static int has_reached(void *arg)
+{
+    struct reached *r = arg;
+    return atomic_load_explicit(r->step, memory_order_acquire) >= r->want;
+}
+
+/* Wait until `rank` has reached `step`, as a blocking progress wait waits: this rank's
+ * point-to-point traffic keeps moving (a peer may be waiting for it), and after a while it
+ * sleeps until a peer rings it (more ranks than cores). */
+void MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step)
+{
+    struct reached r = { &cc->ctrl->slot[rank].step, step };
+    MPIR_AssertDeclValue(int mpi_errno, MPI_SUCCESS);
+
+    if (has_reached(&r))
+        return;
+    mpi_errno = MPIDI_CH3I_Progress_wait_for(has_reached, &r);
+    MPIR_Assert(mpi_errno == MPI_SUCCESS);
+}
+
+/* This rank has reached `step`: say so, and wake the peers that may sleep waiting for it. */
+void MPIDI_CH3I_Smheap_coll_reach(smheap_coll_comm_t * cc, int me, uint64_t step)
+{
+    atomic_store_explicit(&cc->ctrl->slot[me].step, step, memory_order_release);
+    MPIDI_CH3I_Smheap_wake_ranks(cc->node_rank, cc->size);
+}
+
+/* In MPIDI_CH3_Init, after the heap check.  ch3 prepends hooks and runs them in list
+ * order: these run before ch3's own (which do not touch the table). */
+int MPIDI_CH3I_Smheap_coll_init(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    mpi_errno = MPIDI_CH3U_Comm_register_create_hook(comm_created, NULL);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3U_Comm_register_destroy_hook(comm_destroyed, NULL);
+    MPIR_ERR_CHECK(mpi_errno);
+
+    PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
+        MPI_UNSIGNED_LONG_LONG, smheap_coll_tables_live, (void *) NULL, 1,
+        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+        MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, get_tables_live, NULL,
+        "CH3", "smheap collective tables alive (each shared by communicators that had the "
+        "same table before)"));
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_coll_shared,
+                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                        MPIR_T_PVAR_FLAG_READONLY |
+                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
+                                        "collectives this rank ran with the shared-heap "
+                                        "algorithms");
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_coll_fallback,
+                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                        MPIR_T_PVAR_FLAG_READONLY |
+                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
+                                        "collectives the smheap table handed to MPICH's "
+                                        "algorithms (a datatype or operation it leaves to "
+                                        "them)");
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_CH3I_Smheap_coll_finalize(void)
+{
+    free_released_zombies();
+    return MPI_SUCCESS;
+}

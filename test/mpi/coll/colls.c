@@ -1,0 +1,299 @@
+/* The shared-heap collectives give MPI's results: Barrier, Bcast, Reduce, Allreduce,
+ * Allgather, Gather, Scatter and Alltoall, on MPI_COMM_WORLD, a duplicate, an odd/even split
+ * and a split with the ranks reversed; with buffers from the heap and from static memory;
+ * with MPI_IN_PLACE where MPI allows it; for 1, 1000 and 300,000 elements (one rank reduces
+ * small vectors, every rank a part of large ones); for MPI_INT with MPI_SUM and MPI_MAX,
+ * MPI_DOUBLE with MPI_SUM, a user-defined commutative operation and a non-commutative one
+ * (2x2 integer matrix product over a contiguous type of 4 ints), MPI_DOUBLE_INT with
+ * MPI_MAXLOC (a gapped type: MPICH's algorithms), and a strided vector type for the data
+ * movers.  The MPI_T counters show which algorithms ran. */
+#include <stdlib.h>
+#include <string.h>
+#include "../include/smheap_test.h"
+
+#define MAXN 300000
+static int errs;
+static unsigned long long fallbacks, shared_calls;     /* around the MAXLOC calls */
+static unsigned long long expected_fallbacks;
+static int static_a[4 * MAXN * 10], static_b[4 * MAXN * 10];
+
+#define FAIL(...) do { if (errs++ < 10) { printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+static int val(int rank, int i) { return (rank + 1) * 1000 + i % 997; }
+
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype * dt)
+{
+    (void) dt;
+    for (int i = 0; i < *len; i++)
+        ((int *) inout)[i] += ((int *) in)[i];
+}
+
+/* inout = in x inout for 2x2 matrices (row-major) */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype * dt)
+{
+    (void) dt;
+    for (int k = 0; k < *len; k++) {
+        int *a = (int *) in + 4 * k, *b = (int *) inout + 4 * k, c[4];
+        c[0] = a[0] * b[0] + a[1] * b[2];
+        c[1] = a[0] * b[1] + a[1] * b[3];
+        c[2] = a[2] * b[0] + a[3] * b[2];
+        c[3] = a[2] * b[1] + a[3] * b[3];
+        memcpy(b, c, sizeof(c));
+    }
+}
+
+static void mat_of(int rank, int i, int m[4])
+{
+    m[0] = 1; m[1] = (rank + i) % 3; m[2] = 0; m[3] = 1 + (rank == 0);
+}
+
+static int *buffer(int heap, int which, size_t ints)
+{
+    static int *h[2];
+    static size_t hlen[2];
+    if (!heap)
+        return which ? static_b : static_a;
+    if (hlen[which] < ints) {
+        free(h[which]);
+        h[which] = malloc(ints * sizeof(int));
+        hlen[which] = ints;
+    }
+    return h[which];
+}
+
+static void test_reductions(MPI_Comm comm, int heap, int n, MPI_Datatype mat4, MPI_Op usum,
+                            MPI_Op mmul)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+
+    for (int inplace = 0; inplace < 2; inplace++) {
+        int *s = buffer(heap, 0, n), *r = buffer(heap, 1, n);
+        for (int root = 0; root < size; root += size > 2 ? size - 1 : 1) {
+            /* MPI_INT with MPI_SUM, MPI_MAX and the user sum; Reduce and Allreduce */
+            MPI_Op ops[3] = { MPI_SUM, MPI_MAX, usum };
+            for (int o = 0; o < 3; o++)
+                for (int all = 0; all < 2; all++) {
+                    for (int i = 0; i < n; i++)
+                        (inplace && (all || rank == root) ? r : s)[i] = val(rank, i);
+                    const void *sb = inplace && (all || rank == root) ? MPI_IN_PLACE : s;
+                    if (all)
+                        MPI_Allreduce(sb, r, n, MPI_INT, ops[o], comm);
+                    else
+                        MPI_Reduce(sb, r, n, MPI_INT, ops[o], root, comm);
+                    if (!all && rank != root)
+                        continue;
+                    for (int i = 0; i < n; i++) {
+                        int want = ops[o] == MPI_MAX ? val(size - 1, i) : 0;
+                        if (ops[o] != MPI_MAX)
+                            for (int k = 0; k < size; k++)
+                                want += val(k, i);
+                        if (r[i] != want) {
+                            FAIL("%s op %d n %d inplace %d heap %d root %d: [%d] = %d, want %d",
+                                 all ? "allreduce" : "reduce", o, n, inplace, heap, root, i,
+                                 r[i], want);
+                            break;
+                        }
+                    }
+                }
+            /* non-commutative: product of the ranks' matrices in rank order */
+            int m = n / 4 + 1;
+            int *ms = buffer(heap, 0, 4 * m), *mr = buffer(heap, 1, 4 * m);
+            for (int i = 0; i < m; i++)
+                mat_of(rank, i, (inplace ? mr : ms) + 4 * i);
+            MPI_Allreduce(inplace ? MPI_IN_PLACE : ms, mr, m, mat4, mmul, comm);
+            for (int i = 0; i < m; i++) {
+                int want[4] = { 1, 0, 0, 1 }, t[4], c[4];
+                for (int k = 0; k < size; k++) {
+                    int one = 1;
+                    mat_of(k, i, t);
+                    memcpy(c, t, sizeof(c));
+                    matmul(want, c, &one, NULL);        /* c = want x t */
+                    memcpy(want, c, sizeof(c));
+                }
+                if (memcmp(want, mr + 4 * i, sizeof(want)) != 0) {
+                    FAIL("matmul allreduce n %d inplace %d: element %d wrong", m, inplace, i);
+                    break;
+                }
+            }
+            /* MPI_DOUBLE sum */
+            double *ds = (double *) buffer(heap, 0, 2 * n), *dr = (double *) buffer(heap, 1, 2 * n);
+            for (int i = 0; i < n; i++)
+                ds[i] = 0.5 * val(rank, i);
+            MPI_Allreduce(ds, dr, n, MPI_DOUBLE, MPI_SUM, comm);
+            for (int i = 0; i < n; i++) {
+                double want = 0;
+                for (int k = 0; k < size; k++)
+                    want += 0.5 * val(k, i);
+                if (dr[i] != want) {
+                    FAIL("double allreduce n %d: [%d] = %g, want %g", n, i, dr[i], want);
+                    break;
+                }
+            }
+        }
+    }
+    /* a gapped pair type: MPICH's algorithms, same answer (MPICH itself answers calls on
+     * one rank without calling the device) */
+    if (size > 1)
+        expected_fallbacks++;
+    struct { double v; int loc; } in = { (double) (rank % 3), rank }, out;
+    unsigned long long fb0 = pvar_value("smheap_coll_fallback"), sh0 = pvar_value("smheap_coll_shared");
+    MPI_Allreduce(&in, &out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
+    fallbacks += pvar_value("smheap_coll_fallback") - fb0;
+    shared_calls += pvar_value("smheap_coll_shared") - sh0;
+    int wantloc = size > 2 ? 2 : size - 1;
+    if (out.v != (double) (wantloc % 3) || out.loc != wantloc)
+        FAIL("maxloc: %g at %d", out.v, out.loc);
+}
+
+static void test_movers(MPI_Comm comm, int heap, int n, MPI_Datatype strided)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *s = buffer(heap, 0, (size_t) n * size * 2), *r = buffer(heap, 1, (size_t) n * size * 2);
+
+    for (int root = 0; root < size; root += size > 2 ? size - 1 : 1) {
+        /* Bcast, contiguous and through the strided type (every other int) */
+        for (int i = 0; i < n; i++)
+            s[i] = rank == root ? val(root, i) : -1;
+        MPI_Bcast(s, n, MPI_INT, root, comm);
+        for (int i = 0; i < n; i++)
+            if (s[i] != val(root, i)) {
+                FAIL("bcast n %d heap %d root %d: [%d] = %d", n, heap, root, i, s[i]);
+                break;
+            }
+        for (int i = 0; i < 2 * n; i++)
+            r[i] = rank == root ? val(root, i / 2) : -1;
+        MPI_Bcast(r, n, strided, root, comm);
+        for (int i = 0; i < n; i++)
+            if (r[2 * i] != val(root, i)) {
+                FAIL("strided bcast n %d root %d: [%d] = %d", n, root, i, r[2 * i]);
+                break;
+            }
+
+        /* Gather and Scatter, in place at the root too */
+        for (int inplace = 0; inplace < 2; inplace++) {
+            for (int i = 0; i < n; i++)
+                s[i] = val(rank, i);
+            for (int i = 0; i < n * size; i++)
+                r[i] = -1;
+            if (inplace && rank == root)
+                memcpy(r + (size_t) root * n, s, n * sizeof(int));
+            MPI_Gather(inplace && rank == root ? MPI_IN_PLACE : s, n, MPI_INT, r, n, MPI_INT,
+                       root, comm);
+            if (rank == root)
+                for (int i = 0; i < n * size; i++)
+                    if (r[i] != val(i / n, i % n)) {
+                        FAIL("gather n %d inplace %d root %d: [%d] = %d", n, inplace, root,
+                             i, r[i]);
+                        break;
+                    }
+            for (int i = 0; i < n * size; i++)
+                s[i] = rank == root ? val(i / n, i % n) : -1;
+            for (int i = 0; i < n; i++)
+                r[i] = -1;
+            MPI_Scatter(s, n, MPI_INT, inplace && rank == root ? MPI_IN_PLACE : r, n, MPI_INT,
+                        root, comm);
+            if (!(inplace && rank == root))
+                for (int i = 0; i < n; i++)
+                    if (r[i] != val(rank, i)) {
+                        FAIL("scatter n %d inplace %d root %d: [%d] = %d", n, inplace, root,
+                             i, r[i]);
+                        break;
+                    }
+        }
+    }
+
+    /* Allgather and Alltoall, in place too */
+    for (int inplace = 0; inplace < 2; inplace++) {
+        for (int i = 0; i < n; i++)
+            s[i] = val(rank, i);
+        for (int i = 0; i < n * size; i++)
+            r[i] = inplace && i / n == rank ? val(rank, i % n) : -1;
+        MPI_Allgather(inplace ? MPI_IN_PLACE : s, n, MPI_INT, r, n, MPI_INT, comm);
+        for (int i = 0; i < n * size; i++)
+            if (r[i] != val(i / n, i % n)) {
+                FAIL("allgather n %d inplace %d: [%d] = %d", n, inplace, i, r[i]);
+                break;
+            }
+        /* block j of rank k holds val(k * size + j, i) */
+        for (int i = 0; i < n * size; i++)
+            (inplace ? r : s)[i] = val(rank * size + i / n, i % n);
+        MPI_Alltoall(inplace ? MPI_IN_PLACE : s, n, MPI_INT, r, n, MPI_INT, comm);
+        for (int i = 0; i < n * size; i++)
+            if (r[i] != val((i / n) * size + rank, i % n)) {
+                FAIL("alltoall n %d inplace %d: [%d] = %d", n, inplace, i, r[i]);
+                break;
+            }
+    }
+}
+
+static void test_comm(MPI_Comm comm, MPI_Datatype mat4, MPI_Datatype strided, MPI_Op usum,
+                      MPI_Op mmul)
+{
+    int sizes[] = { 1, 1000, MAXN };
+    for (int k = 0; k < 3; k++)
+        for (int heap = 1; heap >= 0; heap--) {
+            MPI_Barrier(comm);
+            test_reductions(comm, heap, sizes[k], mat4, usum, mmul);
+            test_movers(comm, heap, sizes[k] / (k == 2 ? 10 : 1), strided);
+        }
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, prov;
+    MPI_Comm dup, half, reversed;
+    MPI_Datatype mat4, strided;
+    MPI_Op usum, mmul;
+    unsigned long long shared0, fallback0, shared1, fallback1;
+
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &prov);
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Type_contiguous(4, MPI_INT, &mat4);
+    MPI_Type_commit(&mat4);
+    MPI_Type_vector(1, 1, 2, MPI_INT, &strided);       /* one int, then a gap of one */
+    MPI_Type_create_resized(strided, 0, 2 * sizeof(int), &strided);
+    MPI_Type_commit(&strided);
+    MPI_Op_create(user_sum, 1, &usum);
+    MPI_Op_create(matmul, 0, &mmul);
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &reversed);
+
+    shared0 = pvar_value("smheap_coll_shared");
+    fallback0 = pvar_value("smheap_coll_fallback");
+    test_comm(MPI_COMM_WORLD, mat4, strided, usum, mmul);
+    test_comm(dup, mat4, strided, usum, mmul);
+    test_comm(half, mat4, strided, usum, mmul);
+    test_comm(reversed, mat4, strided, usum, mmul);
+    shared1 = pvar_value("smheap_coll_shared");
+    fallback1 = pvar_value("smheap_coll_fallback");
+
+    /* with the heap shared and the collectives on, everything ran on the shared heap but the
+     * MAXLOC calls, which went to MPICH's algorithms */
+    if (pvar_value("smheap_heap_shared") == 1 && getenv("MPIR_CVAR_CH3_SMHEAP_COLL") == NULL &&
+        getenv("MPIR_CVAR_DEVICE_COLLECTIVES") == NULL) {
+        if (fallbacks != expected_fallbacks || shared_calls != 0 || shared1 - shared0 < 500)
+            FAIL("algorithms: %llu shared, %llu handed to MPICH of which %llu MAXLOC (want %llu)",
+                 shared1 - shared0, fallback1 - fallback0, fallbacks, expected_fallbacks);
+    } else if (shared1 != shared0) {
+        FAIL("%llu collectives ran on the shared heap, which is off", shared1 - shared0);
+    }
+
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&half);
+    MPI_Comm_free(&reversed);
+    MPI_Op_free(&usum);
+    MPI_Op_free(&mmul);
+    MPI_Type_free(&mat4);
+    MPI_Type_free(&strided);
+    smheap_test_report(errs);
+    MPI_Finalize();
+    MPI_T_finalize();
+    return 0;
+}
