@@ -47,18 +47,18 @@ static void mat_of(int rank, int i, int m[4])
     m[0] = 1; m[1] = (rank + i) % 3; m[2] = 0; m[3] = 1 + (rank == 0);
 }
 
+#define BUFINTS (4 * MAXN * 10)
+static int *heap_a, *heap_b;    /* malloc'd once, as large as the static ones */
+
+/* Buffer `which` (0 or 1) from the heap or from static memory; ints says how much the
+ * caller uses (at most BUFINTS). */
 static int *buffer(int heap, int which, size_t ints)
 {
-    static int *h[2];
-    static size_t hlen[2];
+    if (ints > BUFINTS)
+        abort();
     if (!heap)
         return which ? static_b : static_a;
-    if (hlen[which] < ints) {
-        free(h[which]);
-        h[which] = malloc(ints * sizeof(int));
-        hlen[which] = ints;
-    }
-    return h[which];
+    return which ? heap_b : heap_a;
 }
 
 static void test_reductions(MPI_Comm comm, int heap, int n, MPI_Datatype mat4, MPI_Op usum,
@@ -254,6 +254,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    heap_a = malloc(BUFINTS * sizeof(int));
+    heap_b = malloc(BUFINTS * sizeof(int));
     MPI_Type_contiguous(4, MPI_INT, &mat4);
     MPI_Type_commit(&mat4);
     MPI_Type_vector(1, 1, 2, MPI_INT, &strided);       /* one int, then a gap of one */
@@ -292,6 +294,8 @@ int main(int argc, char **argv)
     MPI_Op_free(&mmul);
     MPI_Type_free(&mat4);
     MPI_Type_free(&strided);
+    free(heap_a);
+    free(heap_b);
     smheap_test_report(errs);
     MPI_Finalize();
     MPI_T_finalize();
