@@ -397,10 +397,12 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
 {
     int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
     smheap_coll_comm_t *cc;
-    view_t in = view_of(sendbuf, sendcount, sendtype);
+    view_t in = { 0 };
     uint64_t offered, copied;
     const void *src;
 
+    if (sendbuf != MPI_IN_PLACE)        /* (the root's send arguments are then ignored) */
+        in = view_of(sendbuf, sendcount, sendtype);
     READY_OR_FALL_BACK(comm, cc, Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                         recvtype, root, comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(1);
