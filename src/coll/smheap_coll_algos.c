@@ -232,9 +232,11 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     MPIR_Datatype_get_extent_macro(dt, extent);
     bytes = count * extent;
     my_part(count, n, me, &first, &part);
-    /* staging area: the input (if it must be staged), then the accumulator */
+    /* staging area: the input (if it must be staged), then room for the result, whose
+     * part i rank i computes; in recvbuf itself when peers can read it there */
     NEED_SCRATCH(cc, 2 * bytes + SMHEAP_CACHELINE);
-    acc = (char *) cc->scratch + MPL_ROUND_UP_ALIGN(bytes, SMHEAP_CACHELINE);
+    acc = in_heap(recvbuf, bytes) ? (char *) recvbuf :
+        (char *) cc->scratch + MPL_ROUND_UP_ALIGN(bytes, SMHEAP_CACHELINE);
 
     /* in place, the input is recvbuf, which this rank overwrites while peers read it */
     mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt), in_place, 0,
@@ -255,14 +257,15 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
 
     /* each rank reduces its part, then everyone gathers the parts */
     pulled = cc->step++;
-    mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc);
+    mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc + first * extent);
     reach(cc, me, reduced);
     wait_all(cc, n, reduced);
     for (int r = 0; r < n; r++) {
         MPI_Aint f, p;
+        const char *from = (const char *) slot(cc, r)->dst;
         my_part(count, n, r, &f, &p);
-        if (p > 0)
-            MPIR_Memcpy((char *) recvbuf + f * extent, slot(cc, r)->dst, p * extent);
+        if (p > 0 && from + f * extent != (char *) recvbuf + f * extent)
+            MPIR_Memcpy((char *) recvbuf + f * extent, from + f * extent, p * extent);
     }
     reach(cc, me, pulled);
     wait_all(cc, n, pulled);
@@ -319,7 +322,7 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
 
     /* each rank reduces its part into its accumulator; the root collects the parts */
     wait_all(cc, n, offered);
-    mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc);
+    mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc + first * extent);
     reach(cc, me, reduced);
     wait_all(cc, n, reduced);   /* my input is read by all until here */
     if (me == root) {
@@ -328,7 +331,8 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
             MPI_Aint f, p;
             my_part(count, n, r, &f, &p);
             if (p > 0)
-                MPIR_Memcpy((char *) recvbuf + f * extent, slot(cc, r)->dst, p * extent);
+                MPIR_Memcpy((char *) recvbuf + f * extent,
+                            (const char *) slot(cc, r)->dst + f * extent, p * extent);
         }
         reach(cc, me, collected);
     } else {
