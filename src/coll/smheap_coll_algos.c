@@ -538,8 +538,282 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
     goto fn_exit;
 }
 
+/* --- the v variants, and Reduce_scatter_block ---------------------------------------- */
+
+static MPI_Aint extent_of(MPI_Datatype dt)
+{
+    MPI_Aint extent;
+    MPIR_Datatype_get_extent_macro(dt, extent);
+    return extent;
+}
+
+static MPI_Aint size_of(MPI_Datatype dt)
+{
+    MPI_Aint size;
+    MPIR_Datatype_get_size_macro(dt, size);
+    return size;
+}
+
+static int allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                      void *recvbuf, const MPI_Aint * recvcounts, const MPI_Aint * displs,
+                      MPI_Datatype recvtype, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    smheap_coll_comm_t *cc;
+    MPI_Aint rext = extent_of(recvtype), rsize = size_of(recvtype);
+    view_t in;
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                            displs, recvtype, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(1);
+    in = in_place ? view_of((char *) recvbuf + displs[me] * rext, recvcounts[me], recvtype) :
+        view_of(sendbuf, sendcount, sendtype);
+    NEED_SCRATCH(cc, in.bytes);
+    mpi_errno = readable(cc, in, 0, 0, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = cc->step++;
+    copied = cc->step++;
+    offer(cc, me, src, NULL, offered);
+
+    for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {
+        int r = (me + i) % n;
+        if ((r == me && in_place) || recvcounts[r] == 0)
+            continue;
+        MPIDI_CH3I_Smheap_coll_wait(cc, r, offered);
+        mpi_errno = unpack_into(view_of((char *) recvbuf + displs[r] * rext, recvcounts[r],
+                                        recvtype), slot(cc, r)->src, recvcounts[r] * rsize, 0);
+    }
+    reach(cc, me, copied);
+    wait_all(cc, n, copied);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, const MPI_Aint * recvcounts, const MPI_Aint * displs,
+                   MPI_Datatype recvtype, int root, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    smheap_coll_comm_t *cc;
+    view_t in = { 0 };
+    uint64_t offered, copied;
+    const void *src;
+
+    if (sendbuf != MPI_IN_PLACE)
+        in = view_of(sendbuf, sendcount, sendtype);
+    READY_OR_FALL_BACK(comm, cc, Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                         displs, recvtype, root, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(1);
+    offered = cc->step++;
+    copied = cc->step++;
+    if (sendbuf != MPI_IN_PLACE) {
+        NEED_SCRATCH(cc, in.bytes);
+        mpi_errno = readable(cc, in, 0, 0, &src);
+        MPIR_ERR_CHECK(mpi_errno);
+        offer(cc, me, src, NULL, offered);
+    } else {
+        reach(cc, me, offered);
+    }
+
+    if (me == root) {
+        MPI_Aint rext = extent_of(recvtype), rsize = size_of(recvtype);
+        for (int r = 0; r < n && mpi_errno == MPI_SUCCESS; r++) {
+            if ((r == me && sendbuf == MPI_IN_PLACE) || recvcounts[r] == 0)
+                continue;
+            MPIDI_CH3I_Smheap_coll_wait(cc, r, offered);
+            mpi_errno = unpack_into(view_of((char *) recvbuf + displs[r] * rext, recvcounts[r],
+                                            recvtype), slot(cc, r)->src,
+                                    recvcounts[r] * rsize, 0);
+        }
+        reach(cc, me, copied);
+    } else {
+        MPIDI_CH3I_Smheap_coll_wait(cc, root, copied);
+    }
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Scatterv and Alltoallv: only the sender knows where each reader's block lies, so it
+ * offers a table of packed offsets, one per rank, followed by its data; a block is the
+ * reader's receive count of packed bytes from its offset. */
+static int offer_blocks(smheap_coll_comm_t * cc, const void *sendbuf, const MPI_Aint * counts,
+                        const MPI_Aint * displs, MPI_Datatype dt, int n, const void **out)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPI_Aint ext = extent_of(dt), size = size_of(dt), total = 0, actual;
+    MPI_Aint table = MPL_ROUND_UP_ALIGN(n * sizeof(MPI_Aint), SMHEAP_CACHELINE);
+    MPI_Aint *offsets;
+    char *data;
+
+    for (int r = 0; r < n; r++)
+        total += counts[r] * size;
+    if (MPIDI_CH3I_Smheap_coll_scratch(cc, table + total) == NULL)
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_NO_MEM, "**smheap_init", "**smheap_init %s",
+                             "the shared heap is full");
+    offsets = cc->scratch;
+    data = (char *) cc->scratch + table;
+    total = 0;
+    for (int r = 0; r < n && mpi_errno == MPI_SUCCESS; r++) {
+        offsets[r] = table + total;
+        if (counts[r] > 0)
+            mpi_errno = MPIR_Typerep_pack((const char *) sendbuf + displs[r] * ext, counts[r],
+                                          dt, 0, data + total, counts[r] * size, &actual);
+        total += counts[r] * size;
+    }
+    *out = cc->scratch;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static const void *block_for(const void *offered, int reader)
+{
+    return (const char *) offered + ((const MPI_Aint *) offered)[reader];
+}
+
+static int scatterv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_Aint * displs,
+                    MPI_Datatype sendtype, void *recvbuf, MPI_Aint recvcount,
+                    MPI_Datatype recvtype, int root, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    smheap_coll_comm_t *cc;
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
+                                          recvcount, recvtype, root, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(1);
+    offered = cc->step++;
+    copied = cc->step++;
+    if (me == root) {
+        mpi_errno = offer_blocks(cc, sendbuf, sendcounts, displs, sendtype, n, &src);
+        MPIR_ERR_CHECK(mpi_errno);
+        offer(cc, me, src, NULL, offered);
+        if (recvbuf != MPI_IN_PLACE && recvcount > 0)
+            mpi_errno = unpack_into(view_of(recvbuf, recvcount, recvtype), block_for(src, me),
+                                    recvcount * size_of(recvtype), 0);
+        reach(cc, me, copied);
+        wait_all(cc, n, copied);
+    } else {
+        MPIDI_CH3I_Smheap_coll_wait(cc, root, offered);
+        if (recvcount > 0)
+            mpi_errno = unpack_into(view_of(recvbuf, recvcount, recvtype),
+                                    block_for(slot(cc, root)->src, me),
+                                    recvcount * size_of(recvtype), 0);
+        reach(cc, me, copied);
+    }
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_Aint * sdispls,
+                     MPI_Datatype sendtype, void *recvbuf, const MPI_Aint * recvcounts,
+                     const MPI_Aint * rdispls, MPI_Datatype recvtype, MPIR_Comm * comm,
+                     MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    smheap_coll_comm_t *cc;
+    MPI_Aint rext = extent_of(recvtype), rsize = size_of(recvtype);
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                           recvcounts, rdispls, recvtype, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(1);
+    /* in place, the blocks are recvbuf's, laid out by the receive arguments; packing them
+     * first leaves recvbuf free to be overwritten */
+    mpi_errno = in_place ? offer_blocks(cc, recvbuf, recvcounts, rdispls, recvtype, n, &src) :
+        offer_blocks(cc, sendbuf, sendcounts, sdispls, sendtype, n, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = cc->step++;
+    copied = cc->step++;
+    offer(cc, me, src, NULL, offered);
+
+    for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++) {
+        int r = (me + i) % n;
+        if (recvcounts[r] == 0)
+            continue;
+        MPIDI_CH3I_Smheap_coll_wait(cc, r, offered);
+        mpi_errno = unpack_into(view_of((char *) recvbuf + rdispls[r] * rext, recvcounts[r],
+                                        recvtype), block_for(slot(cc, r)->src, me),
+                                recvcounts[r] * rsize, 0);
+    }
+    reach(cc, me, copied);
+    wait_all(cc, n, copied);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint recvcount,
+                                MPI_Datatype dt, MPI_Op op, MPIR_Comm * comm,
+                                MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    smheap_coll_comm_t *cc;
+    MPI_Aint extent = extent_of(dt), count = recvcount * n;
+    uint64_t offered, reduced;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op,
+                                                      comm, errflag));
+    if (!reduction_handled(dt, count)) {
+        MPIDI_CH3I_Smheap_coll_count(0);
+        return cc->prev->Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm,
+                                              errflag);
+    }
+    MPIDI_CH3I_Smheap_coll_count(1);
+    if (recvcount == 0)
+        return MPI_SUCCESS;
+    NEED_SCRATCH(cc, count * extent);
+    /* in place, the input is recvbuf, whose first block this rank overwrites */
+    mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt), in_place, 0,
+                         &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = cc->step++;
+    reduced = cc->step++;
+    offer(cc, me, src, NULL, offered);
+    wait_all(cc, n, offered);
+    mpi_errno = reduce_inputs(cc, n, me * recvcount, recvcount, extent, dt, op, recvbuf);
+    reach(cc, me, reduced);
+    wait_all(cc, n, reduced);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 void MPIDI_CH3I_Smheap_coll_override(MPIDI_Coll_fns * table)
 {
+    table->Allgatherv = allgatherv;
+    table->Gatherv = gatherv;
+    table->Scatterv = scatterv;
+    table->Alltoallv = alltoallv;
+    table->Reduce_scatter_block = reduce_scatter_block;
     table->Barrier = barrier;
     table->Bcast = bcast;
     table->Reduce = reduce;

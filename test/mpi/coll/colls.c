@@ -1,5 +1,6 @@
 /* The shared-heap collectives give MPI's results: Barrier, Bcast, Reduce, Allreduce,
- * Allgather, Gather, Scatter and Alltoall, on MPI_COMM_WORLD, a duplicate, an odd/even split
+ * Allgather, Gather, Scatter, Alltoall, their v variants and Reduce_scatter_block, on
+ * MPI_COMM_WORLD, a duplicate, an odd/even split
  * and a split with the ranks reversed; with buffers from the heap and from static memory;
  * with MPI_IN_PLACE where MPI allows it; for 1, 1000 and 300,000 elements (one rank reduces
  * small vectors, every rank a part of large ones); for MPI_INT with MPI_SUM and MPI_MAX,
@@ -230,6 +231,115 @@ static void test_movers(MPI_Comm comm, int heap, int n, MPI_Datatype strided)
     }
 }
 
+/* The v variants: rank r's block has cnt(r) elements and sits at disp(r), with gaps. */
+static int cnt(int r, int n) { return n / 2 + r % 3; }
+static int disp(int r, int n) { int d = 0; for (int k = 0; k < r; k++) d += cnt(k, n) + 1; return d; }
+
+static void test_vectors(MPI_Comm comm, int heap, int n)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *s = buffer(heap, 0, (size_t) (n + 3) * size * 2), *r = buffer(heap, 1, (size_t) (n + 3) * size * 2);
+    MPI_Aint counts[64], displs[64], scounts[64], sdispls[64];
+    int total = disp(size, n);
+
+    for (int k = 0; k < size; k++) {
+        counts[k] = cnt(k, n);
+        displs[k] = disp(k, n);
+    }
+    for (int inplace = 0; inplace < 2; inplace++) {
+        /* Allgatherv */
+        for (int i = 0; i < total; i++)
+            r[i] = -1;
+        for (int i = 0; i < cnt(rank, n); i++)
+            (inplace ? r + disp(rank, n) : s)[i] = val(rank, i);
+        MPI_Allgatherv_c(inplace ? MPI_IN_PLACE : s, cnt(rank, n), MPI_INT, r, counts, displs,
+                         MPI_INT, comm);
+        for (int k = 0; k < size; k++)
+            for (int i = 0; i < cnt(k, n); i++)
+                if (r[disp(k, n) + i] != val(k, i)) {
+                    FAIL("allgatherv n %d inplace %d: block %d [%d] = %d", n, inplace, k, i,
+                         r[disp(k, n) + i]);
+                    k = size;
+                    break;
+                }
+        /* Gatherv and Scatterv to and from the last rank */
+        int root = size - 1, mine = rank == root && inplace;
+        for (int i = 0; i < total; i++)
+            r[i] = -1;
+        for (int i = 0; i < cnt(rank, n); i++)
+            (mine ? r + disp(rank, n) : s)[i] = val(rank, i);
+        MPI_Gatherv_c(mine ? MPI_IN_PLACE : s, cnt(rank, n), MPI_INT, r, counts, displs, MPI_INT,
+                      root, comm);
+        if (rank == root)
+            for (int k = 0; k < size; k++)
+                for (int i = 0; i < cnt(k, n); i++)
+                    if (r[disp(k, n) + i] != val(k, i)) {
+                        FAIL("gatherv n %d inplace %d: block %d [%d] = %d", n, inplace, k, i,
+                             r[disp(k, n) + i]);
+                        k = size;
+                        break;
+                    }
+        for (int k = 0; k < size; k++)
+            for (int i = 0; i < cnt(k, n); i++)
+                s[disp(k, n) + i] = rank == root ? val(k, i) + 7 : -1;
+        for (int i = 0; i < cnt(rank, n); i++)
+            r[i] = -1;
+        MPI_Scatterv_c(s, counts, displs, MPI_INT, mine ? MPI_IN_PLACE : r, cnt(rank, n), MPI_INT,
+                       root, comm);
+        if (!mine)
+            for (int i = 0; i < cnt(rank, n); i++)
+                if (r[i] != val(rank, i) + 7) {
+                    FAIL("scatterv n %d inplace %d: [%d] = %d", n, inplace, i, r[i]);
+                    break;
+                }
+        /* Alltoallv: rank a sends rank b cnt(a + b) elements; blocks spaced by disp */
+        int off = 0, roff = 0;
+        for (int k = 0; k < size; k++) {
+            scounts[k] = cnt(rank + k, n);
+            sdispls[k] = off;
+            off += scounts[k] + 1;
+            counts[k] = cnt(k + rank, n);
+            displs[k] = roff;
+            roff += counts[k] + 1;
+        }
+        for (int i = 0; i < roff; i++)
+            r[i] = -1;
+        for (int k = 0; k < size; k++)
+            for (int i = 0; i < scounts[k]; i++)
+                (inplace ? r : s)[(inplace ? displs : sdispls)[k] + i] = val(rank * 64 + k, i);
+        MPI_Alltoallv_c(inplace ? MPI_IN_PLACE : s, scounts, sdispls, MPI_INT, r, counts, displs,
+                        MPI_INT, comm);
+        for (int k = 0; k < size; k++)
+            for (int i = 0; i < counts[k]; i++)
+                if (r[displs[k] + i] != val(k * 64 + rank, i)) {
+                    FAIL("alltoallv n %d inplace %d: from %d [%d] = %d", n, inplace, k, i,
+                         r[displs[k] + i]);
+                    k = size;
+                    break;
+                }
+        for (int k = 0; k < size; k++) {
+            counts[k] = cnt(k, n);
+            displs[k] = disp(k, n);
+        }
+        /* Reduce_scatter_block: block k of the sum goes to rank k */
+        for (int i = 0; i < n * size; i++)
+            (inplace ? r : s)[i] = val(rank, i);
+        MPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : s, r, n, MPI_INT, MPI_SUM, comm);
+        for (int i = 0; i < n; i++) {
+            int want = 0;
+            for (int k = 0; k < size; k++)
+                want += val(k, rank * n + i);
+            if (r[i] != want) {
+                FAIL("reduce_scatter_block n %d inplace %d: [%d] = %d, want %d", n, inplace, i,
+                     r[i], want);
+                break;
+            }
+        }
+    }
+}
+
 static void test_comm(MPI_Comm comm, MPI_Datatype mat4, MPI_Datatype strided, MPI_Op usum,
                       MPI_Op mmul)
 {
@@ -239,6 +349,7 @@ static void test_comm(MPI_Comm comm, MPI_Datatype mat4, MPI_Datatype strided, MP
             MPI_Barrier(comm);
             test_reductions(comm, heap, sizes[k], mat4, usum, mmul);
             test_movers(comm, heap, sizes[k] / (k == 2 ? 10 : 1), strided);
+            test_vectors(comm, heap, sizes[k] / (k == 2 ? 10 : 1));
         }
 }
 
@@ -280,7 +391,8 @@ int main(int argc, char **argv)
      * MAXLOC calls, which went to MPICH's algorithms */
     if (pvar_value("smheap_heap_shared") == 1 && getenv("MPIR_CVAR_CH3_SMHEAP_COLL") == NULL &&
         getenv("MPIR_CVAR_DEVICE_COLLECTIVES") == NULL) {
-        if (fallbacks != expected_fallbacks || shared_calls != 0 || shared1 - shared0 < 500)
+        if (fallbacks != expected_fallbacks || fallback1 - fallback0 != expected_fallbacks ||
+            shared_calls != 0 || shared1 - shared0 < 500)
             FAIL("algorithms: %llu shared, %llu handed to MPICH of which %llu MAXLOC (want %llu)",
                  shared1 - shared0, fallback1 - fallback0, fallbacks, expected_fallbacks);
     } else if (shared1 != shared0) {
