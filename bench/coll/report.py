@@ -18,8 +18,9 @@ OUTDIR/coll-<coll>.png from them.  Standard library only.
 import collections
 import os
 import re
-import statistics
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchlib import human, med, ratio  # noqa: E402
 
 COLLS = ("barrier", "bcast", "reduce", "allreduce", "allgather", "gather", "scatter",
          "alltoall")
@@ -61,23 +62,6 @@ def read_raw(path):
             elif rnd == last:
                 pvars.setdefault(kv["run"], []).extend(words[words.index("pvar") + 1:])
     return vals, pvars, calls, last
-
-
-def human(n):
-    if n >= 1 << 20 and n % (1 << 20) == 0:
-        return "%dM" % (n >> 20)
-    if n >= 1 << 10 and n % (1 << 10) == 0:
-        return "%dK" % (n >> 10)
-    return str(n)
-
-
-def med(vals, key):
-    v = vals.get(key)
-    return statistics.median(v) if v else None
-
-
-def ratio(a, b):
-    return "%.2f" % (a / b) if a is not None and b else "-"
 
 
 def placement(n, cpus):

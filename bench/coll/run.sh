@@ -38,16 +38,9 @@ qflag=()
 [ "$quick" = 1 ] && qflag=(-q)
 list=$(echo $sizes | tr ' ' ,)
 
-# build LABEL MPICC: coll_bench for one MPI; one line and a failure if it is not there
-build() {
-    if ! command -v "$2" >/dev/null 2>&1; then
-        echo "coll: $1: no $2, skipped"
-        return 1
-    fi
-    mkdir -p "$exe/$1"
-    "$2" -O2 -std=c99 -o "$exe/$1/coll_bench" "$src/coll_bench.c" ||
-        { echo "coll: $1: $2 failed, skipped"; return 1; }
-}
+. "$top/bench/benchlib.sh"
+# build LABEL MPICC: coll_bench for one MPI
+build() { bench_build coll "$1" "$2" "$src/coll_bench.c" "$exe/$1/coll_bench"; }
 mpis=()
 for m in $want; do
     case $m in

@@ -15,8 +15,9 @@ script that draws OUTDIR/p2p-{lat,bw,bibw}.png from them.  Standard library only
 """
 import collections
 import os
-import statistics
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchlib import human, med, ratio  # noqa: E402
 
 TESTS = ("lat", "bw", "bibw")
 BUFS = ("heap", "stack")
@@ -44,23 +45,6 @@ def read_raw(path):
             if rnd == last:
                 pvars.setdefault(kv["run"], []).append(words[words.index("pvar") + 1])
     return vals, pvars
-
-
-def human(n):
-    if n >= 1 << 20:
-        return "%dM" % (n >> 20)
-    if n >= 1 << 10:
-        return "%dK" % (n >> 10)
-    return str(n)
-
-
-def med(vals, key):
-    v = vals.get(key)
-    return statistics.median(v) if v else None
-
-
-def ratio(a, b):
-    return "%.2f" % (a / b) if a is not None and b else "-"
 
 
 def table(vals, mpis, test, buf):

@@ -32,16 +32,9 @@ ulimit -s 300000 2>/dev/null || {
     bufs=heap
 }
 
-# build LABEL MPICC: p2p_bench for one MPI; one line and a failure if it is not there
-build() {
-    if ! command -v "$2" >/dev/null 2>&1; then
-        echo "p2p: $1: no $2, skipped"
-        return 1
-    fi
-    mkdir -p "$exe/$1"
-    "$2" -O2 -std=c99 -o "$exe/$1/p2p_bench" "$src/p2p_bench.c" ||
-        { echo "p2p: $1: $2 failed, skipped"; return 1; }
-}
+. "$top/bench/benchlib.sh"
+# build LABEL MPICC: p2p_bench for one MPI
+build() { bench_build p2p "$1" "$2" "$src/p2p_bench.c" "$exe/$1/p2p_bench"; }
 build smheap "$top/build/install/bin/mpicc" ||
     { echo "p2p: smheap is required (maint/setup.sh)"; exit 1; }
 mpis=(smheap)
