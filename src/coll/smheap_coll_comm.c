@@ -80,6 +80,16 @@ static void release_ctrl(smheap_coll_ctrl_t * ctrl, int owner)
     zombies = z;
 }
 
+/* Do all of the communicator's processes belong to our job (and so share our heap)?  Not
+ * after MPI_Intercomm_merge with spawned or connected processes. */
+static int all_in_my_job(MPIR_Comm * comm)
+{
+    for (int r = 0; r < comm->local_size; r++)
+        if (comm->dev.vcrt->vcr_table[r]->pg != MPIDI_Process.my_pg)
+            return FALSE;
+    return TRUE;
+}
+
 static int comm_created(MPIR_Comm * comm, void *param)
 {
     smheap_coll_comm_t *cc;
@@ -88,7 +98,7 @@ static int comm_created(MPIR_Comm * comm, void *param)
     (void) param;
     comm->dev.ch.coll = NULL;   /* the device part of a communicator is not zeroed */
     if (!MPIR_CVAR_CH3_SMHEAP_COLL || !MPIDI_CH3I_Smheap_heap_shared ||
-        comm->comm_kind != MPIR_COMM_KIND__INTRACOMM)
+        comm->comm_kind != MPIR_COMM_KIND__INTRACOMM || !all_in_my_job(comm))
         return MPI_SUCCESS;
 
     cc = MPL_calloc(1, sizeof(*cc) + comm->local_size * sizeof(int), MPL_MEM_COMM);

@@ -25,6 +25,7 @@ mpi_core_sources +=                                        \
     src/mpid/ch3/channels/smheap/src/ch3_init.c            \
     src/mpid/ch3/channels/smheap/src/ch3_finalize.c        \
     src/mpid/ch3/channels/smheap/src/ch3_isend.c           \
+    src/mpid/ch3/channels/smheap/src/ch3_link.c            \
     src/mpid/ch3/channels/smheap/src/ch3_progress.c        \
     src/mpid/ch3/channels/smheap/src/ch3_rndv.c            \
     src/mpid/ch3/channels/smheap/src/smheap_queue.c       \

@@ -20,6 +20,22 @@ int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc);
 void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc);
 int MPIDI_CH3I_Progress_wait_for(int (*ready) (void *), void *arg);
 
+int MPIDI_CH3I_Connection_closed(MPIDI_VC_t * vc);
+int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen);
+
+/* Links to processes of other jobs (ch3_link.c) */
+int MPIDI_CH3I_Link_init(int pg_rank);
+int MPIDI_CH3I_Link_finalize(void);
+int MPIDI_CH3I_Link_open_outbox(MPIDI_VC_t * vc);
+int MPIDI_CH3I_Link_poll(int *made_progress);
+int MPIDI_CH3I_Link_poll_listener(int now);
+void MPIDI_CH3I_Link_group_added(void);
+void MPIDI_CH3I_Link_retire(MPIDI_VC_t * vc);
+void MPIDI_CH3I_Link_reap(void);
+int MPIDI_CH3I_Link_bells(smheap_doorbell_t ** bells, int max);
+extern int MPIDI_CH3I_Link_active;      /* links exist or may come: poll for them */
+extern int MPIDI_CH3I_Link_sleepers;    /* threads asleep, maybe on link doorbells */
+
 /* Sending (ch3_isend.c) */
 int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov);
 

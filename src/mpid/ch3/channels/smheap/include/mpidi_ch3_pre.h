@@ -14,10 +14,6 @@
 
 #define MPIDI_DEV_IMPLEMENTS_KVS
 
-/* All ranks of a job share one node and one shared region; ports, spawn and
- * connect/accept would need a second path and are not offered. */
-#define MPIDI_CH3_HAS_NO_DYNAMIC_PROCESS
-
 typedef struct {
     /* the shared-heap collectives' state (src/coll/smheap_coll.h); NULL when the
      * communicator keeps MPICH's collectives */
@@ -25,11 +21,16 @@ typedef struct {
 } MPIDI_CH3I_CH_comm_t;
 
 typedef struct MPIDI_CH3I_VC {
-    /* Our ends of the two rings between this process and the VC's rank, in the node
-     * segment (ring NULL for the self VC: ch3 handles self messages itself). */
+    /* Our ends of the two rings between this process and the VC's process: in the node
+     * segment for a rank of our job, in link segments for a process of another job
+     * (src/ch3_link.c).  A ring is NULL until it is there: always for the self VC (ch3
+     * handles self messages itself), until the first message either way for a link. */
     smheap_ring_end_t out;
     smheap_ring_end_t in;
-    int peer_local_rank;
+    const smheap_ring_geometry_t *geom;
+    struct smheap_doorbell *peer_bell;  /* rung when `out` gets a cell */
+    struct smheap_link *out_link;       /* the link segments holding the rings, if any */
+    struct smheap_link *in_link;
 
     /* Sends that did not fit in the ring, in order; sendq_head is the active one.
      * ch3 expects a field with this name in the channel part of the VC. */

@@ -51,4 +51,12 @@ static inline void smheap_doorbell_ring(smheap_doorbell_t * b)
  * Returns 0, or an errno value for a futex failure other than a wake-up or timeout. */
 int smheap_doorbell_sleep(smheap_doorbell_t * b, int seq, long timeout_ns);
 
+/* The same for several doorbells at once (each armed, seqs[i] from its arm): returns when
+ * any of them is rung.  Uses Linux's futex_waitv (5.16); where the kernel or a seccomp
+ * filter refuses it, sleeps on bells[0] alone for at most 1 ms, so the others are
+ * looked at that often.  At most SMHEAP_DOORBELL_MAX_WAIT bells. */
+#define SMHEAP_DOORBELL_MAX_WAIT 128
+int smheap_doorbell_sleep_any(smheap_doorbell_t * const *bells, const int *seqs, int n,
+                              long timeout_ns);
+
 #endif /* SMHEAP_DOORBELL_H_INCLUDED */

@@ -1,6 +1,6 @@
 /*
  * ch3:smheap -- channel finalization.  ch3 has closed every VC (all sends delivered)
- * before it calls us.
+ * before it calls us, and destroys the remaining process groups after.
  */
 
 #include "mpidi_ch3_impl.h"
@@ -13,6 +13,8 @@ int MPIDI_CH3_Finalize(void)
     MPIR_FUNC_ENTER;
 
     mpi_errno = MPIDI_CH3I_Smheap_coll_finalize();
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3I_Link_finalize();
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Progress_finalize();
     MPIR_ERR_CHECK(mpi_errno);

@@ -82,16 +82,21 @@ const MPIDI_CH3I_Smheap_netmod_ordering_t MPIDI_CH3I_Smheap_ordered_netmod = {
     rings_are_ordered
 };
 
+/* A rank of our job: its rings and doorbell are in the node segment, and its heap is ours,
+ * so large messages may go single-copy (src/ch3_rndv.c). */
 static void attach_rings(MPIDI_VC_t * vc, int my_rank)
 {
     int peer = vc->pg_rank;
 
-    vc->ch.peer_local_rank = peer;
     vc->ch.out.ring = MPIDI_CH3I_Smheap_ring(peer, my_rank);
     vc->ch.out.pos = vc->ch.out.head_seen = 0;
     vc->ch.in.ring = MPIDI_CH3I_Smheap_ring(my_rank, peer);
     vc->ch.in.pos = vc->ch.in.head_seen = 0;
-    /* below ch3's own limit when heap data goes single-copy (src/ch3_rndv.c) */
+    vc->ch.geom = &smheap_queue.geom;
+    vc->ch.peer_bell = &smheap_queue.bells[peer];
+    vc->rndvSend_fn = MPIDI_CH3I_Smheap_RndvSend;
+    vc->rndvRecv_fn = MPIDI_CH3I_Smheap_RndvRecv;
+    /* below ch3's own limit when heap data goes single-copy */
     vc->eager_max_msg_sz = MPIDI_CH3I_Smheap_eager_max_msg_sz();
 }
 
@@ -125,8 +130,7 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
         announce_refusal(mpi_errno);
         goto fn_fail;
     }
-    MPIR_ERR_CHKANDJUMP1(has_parent, mpi_errno, MPI_ERR_OTHER, "**smheap_init",
-                         "**smheap_init %s", "spawned processes are not supported");
+    MPL_UNREFERENCED_ARG(has_parent);   /* ch3 connects a spawned job to its parent */
     MPIR_Assert(MPIR_Process.local_size == pg_p->size && MPIR_Process.local_rank == pg_rank);
 
     MPIR_Comm_fns = &comm_fns;
@@ -136,6 +140,8 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
     mpi_errno = MPIDI_CH3I_Smheap_heap_init(pg_p->size, pg_rank);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Smheap_coll_init();
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3I_Link_init(pg_rank);
     MPIR_ERR_CHECK(mpi_errno);
     channel_initialized = 1;
 
@@ -154,12 +160,18 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
     goto fn_exit;
 }
 
-/* Called once from MPIDI_PG_Create before MPIDI_CH3_Init (rings not there yet) and again
- * from MPIDI_CH3_Init once they are. */
+/* Called by MPIDI_VC_Init for every VC: those of our job once from MPIDI_PG_Create before
+ * MPIDI_CH3_Init (rings not there yet) and again from MPIDI_CH3_Init once they are; those
+ * of other jobs' groups and ch3's temporary connect/accept VCs keep ch3's rendezvous and
+ * get their rings from links (src/ch3_link.c). */
 int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
 {
     vc->ch.out.ring = NULL;
     vc->ch.in.ring = NULL;
+    vc->ch.geom = NULL;
+    vc->ch.peer_bell = NULL;
+    vc->ch.out_link = NULL;
+    vc->ch.in_link = NULL;
     vc->ch.sendq_head = NULL;
     vc->ch.sendq_tail = NULL;
     vc->ch.pending_next = NULL;
@@ -167,9 +179,6 @@ int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
     vc->ch.terminate_when_drained = FALSE;
     vc->ch.draining = FALSE;
     vc->ch.recv_active = NULL;
-    vc->ch.peer_local_rank = -1;
-    vc->rndvSend_fn = MPIDI_CH3I_Smheap_RndvSend;
-    vc->rndvRecv_fn = MPIDI_CH3I_Smheap_RndvRecv;
 
     if (channel_initialized && vc->pg == MPIDI_Process.my_pg &&
         vc->pg_rank != smheap_queue.my_rank)
@@ -179,13 +188,14 @@ int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
 
 int MPIDI_CH3_VC_Destroy(MPIDI_VC_t * vc)
 {
-    MPL_UNREFERENCED_ARG(vc);
+    MPIDI_CH3I_Link_retire(vc);
     return MPI_SUCCESS;
 }
 
 int MPIDI_CH3_PG_Init(MPIDI_PG_t * pg)
 {
-    MPL_UNREFERENCED_ARG(pg);
+    if (channel_initialized && pg != MPIDI_Process.my_pg)
+        MPIDI_CH3I_Link_group_added();  /* another job: links to it may come */
     return MPI_SUCCESS;
 }
 
@@ -200,17 +210,7 @@ int MPIDI_CH3_InitCompleted(void)
     return MPI_SUCCESS;
 }
 
-/* Nothing to publish: peers find us through the node segment. */
-int MPIDI_CH3_Get_business_card(int myRank, char *value, int length)
-{
-    MPL_UNREFERENCED_ARG(myRank);
-    if (length > 0)
-        value[0] = '\0';
-    return MPI_SUCCESS;
-}
-
-/* ch3 asks every channel for port functions; with MPIDI_CH3_HAS_NO_DYNAMIC_PROCESS the
- * defaults (which report the feature as unsupported) are what we want. */
+/* The default port functions (ch3u_port.c) run over our links. */
 int MPIDI_CH3_PortFnsInit(MPIDI_PortFns * portFns)
 {
     MPL_UNREFERENCED_ARG(portFns);

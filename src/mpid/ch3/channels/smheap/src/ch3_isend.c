@@ -13,7 +13,8 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
 {
     struct iovec *v = *iov;
     int n = *n_iov;
-    size_t payload = smheap_cell_payload(&smheap_queue.geom);
+    const smheap_ring_geometry_t *geom = vc->ch.geom;
+    size_t payload = smheap_cell_payload(geom);
     int published = 0;
 
     while (n > 0) {
@@ -26,7 +27,7 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
         }
         if (n == 0)
             break;
-        cell = smheap_ring_reserve(&vc->ch.out, &smheap_queue.geom);
+        cell = smheap_ring_reserve(&vc->ch.out, geom);
         if (cell == NULL)
             break;
         while (n > 0 && used < payload) {
@@ -44,11 +45,19 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
         published = 1;
     }
     if (published)
-        MPIDI_CH3I_Smheap_wake(vc->ch.peer_local_rank);
+        smheap_doorbell_ring(vc->ch.peer_bell);
 
     *iov = v;
     *n_iov = n;
     return n == 0;
+}
+
+/* A VC to a process of another job gets its outbound ring at its first message. */
+static inline int ensure_out_ring(MPIDI_VC_t * vc)
+{
+    if (likely(vc->ch.out.ring != NULL))
+        return MPI_SUCCESS;
+    return MPIDI_CH3I_Link_open_outbox(vc);
 }
 
 /* Count the eager messages among the packets we send (MPI_T). */
@@ -154,7 +163,7 @@ int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc)
 
     if (MPIDI_CH3I_Sendq_empty(vc) && vc->ch.terminate_when_drained) {
         vc->ch.terminate_when_drained = FALSE;
-        mpi_errno = MPIDI_CH3U_Handle_connection(vc, MPIDI_VC_EVENT_TERMINATED);
+        mpi_errno = MPIDI_CH3I_Connection_closed(vc);
         MPIR_ERR_CHECK(mpi_errno);
     }
 
@@ -184,6 +193,8 @@ int MPIDI_CH3_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, in
         goto fn_exit;
     }
 
+    mpi_errno = ensure_out_ring(vc);
+    MPIR_ERR_CHECK(mpi_errno);
     if (MPIDI_CH3I_Sendq_empty(vc) && MPIDI_CH3I_Writev(vc, &rest, &n_rest) &&
         sreq->dev.OnDataAvail == NULL) {
         /* the common case: all in the ring, nothing more to do for this request */
@@ -233,6 +244,8 @@ int MPIDI_CH3_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
         goto fn_exit;
     }
 
+    mpi_errno = ensure_out_ring(vc);
+    MPIR_ERR_CHECK(mpi_errno);
     if (MPIDI_CH3I_Sendq_empty(vc) && MPIDI_CH3I_Writev(vc, &rest, &n_rest))
         goto fn_exit;   /* all in the ring: no request needed */
 

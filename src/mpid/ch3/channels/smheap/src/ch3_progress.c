@@ -59,7 +59,7 @@ static unsigned long long PVAR_COUNTER_smheap_cells_received;
 
 /* Feed the bytes of one cell to ch3: a cell starts either a new message (a packet
  * header, then perhaps data) or continues vc's active receive. */
-static int handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen)
+int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_CH3I_VC *ch = &vc->ch;
@@ -128,7 +128,8 @@ static int handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen)
     goto fn_exit;
 }
 
-/* Consume up to a few cells from every inbound ring. */
+/* Consume up to a ring's worth of cells from every inbound ring: the node segment's, then
+ * the links'. */
 static int poll_inbox(int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -153,7 +154,7 @@ static int poll_inbox(int *made_progress)
         MPIDI_PG_Get_vc_set_active(MPIDI_Process.my_pg, peer, &vc);
         for (; cell != NULL && budget-- > 0;
              cell = smheap_ring_peek(&vc->ch.in, &smheap_queue.geom)) {
-            mpi_errno = handle_cell(vc, cell->payload, cell->len);
+            mpi_errno = MPIDI_CH3I_Handle_cell(vc, cell->payload, cell->len);
             smheap_ring_release(&vc->ch.in);
             MPIR_ERR_CHECK(mpi_errno);
             MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_cells_received, 1);
@@ -165,6 +166,10 @@ static int poll_inbox(int *made_progress)
     }
     if (++next_peer == nranks)
         next_peer = 0;
+    if (MPIDI_CH3I_Link_active) {
+        mpi_errno = MPIDI_CH3I_Link_poll(made_progress);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
 
   fn_exit:
     recv_nesting = 0;
@@ -219,6 +224,11 @@ static int poll_once(int *made_progress)
 
     mpi_errno = poll_inbox(made_progress);
     MPIR_ERR_CHECK(mpi_errno);
+    if (MPIDI_CH3I_Link_active && !recv_nesting) {
+        MPIDI_CH3I_Link_reap();
+        mpi_errno = MPIDI_CH3I_Link_poll_listener(FALSE);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
     if (pending_vcs) {
         mpi_errno = push_pending_sends(made_progress);
         MPIR_ERR_CHECK(mpi_errno);
@@ -262,10 +272,43 @@ static void yield_cpu(void)
     MPL_sched_yield();
 }
 
-/* Sleep on our doorbell.  With threads, MPICH's global lock (which may be held
+/* What a sleeping thread waits on: our node doorbell, and our doorbell in every link
+ * segment (processes of other jobs cannot reach the node one). */
+typedef struct bell_set {
+    smheap_doorbell_t *bells[SMHEAP_DOORBELL_MAX_WAIT];
+    int seqs[SMHEAP_DOORBELL_MAX_WAIT];
+    int n;
+} bell_set_t;
+
+static int arm_bells(bell_set_t * set)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    set->bells[0] = &smheap_queue.bells[smheap_queue.my_rank];
+    set->n = 1;
+    if (MPIDI_CH3I_Link_active) {
+        /* a new connection cannot ring us: look now (and the sleep is bounded) */
+        if (!recv_nesting)
+            mpi_errno = MPIDI_CH3I_Link_poll_listener(TRUE);
+        set->n += MPIDI_CH3I_Link_bells(set->bells + 1, SMHEAP_DOORBELL_MAX_WAIT - 1);
+    }
+    for (int i = 0; i < set->n; i++)
+        set->seqs[i] = smheap_doorbell_arm(set->bells[i]);
+    MPIDI_CH3I_Link_sleepers++;         /* the link doorbells stay mapped meanwhile */
+    return mpi_errno;
+}
+
+static void disarm_bells(bell_set_t * set)
+{
+    for (int i = 0; i < set->n; i++)
+        smheap_doorbell_disarm(set->bells[i]);
+    MPIDI_CH3I_Link_sleepers--;
+}
+
+/* Sleep on our doorbells.  With threads, MPICH's global lock (which may be held
  * recursively) is released for the duration, exactly as MPIDU_Thread_yield does around
  * sched_yield, so the application's other threads can use MPI -- and ring us. */
-static int sleep_on_doorbell(smheap_doorbell_t * bell, int seq)
+static int sleep_on_bells(const bell_set_t * set)
 {
     int err;
 #if defined(MPICH_IS_THREADED) && MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__GLOBAL
@@ -278,7 +321,7 @@ static int sleep_on_doorbell(smheap_doorbell_t * bell, int seq)
         m->owner = 0;
         MPIDU_Thread_mutex_unlock(m, &lock_err);
         MPIR_Assert(lock_err == 0);
-        err = smheap_doorbell_sleep(bell, seq, SMHEAP_SLEEP_NSEC);
+        err = smheap_doorbell_sleep_any(set->bells, set->seqs, set->n, SMHEAP_SLEEP_NSEC);
         MPIDU_Thread_mutex_lock(m, &lock_err, MPL_THREAD_PRIO_LOW);
         MPIR_Assert(lock_err == 0 && m->count == 0);
         m->count = count;
@@ -286,28 +329,29 @@ static int sleep_on_doorbell(smheap_doorbell_t * bell, int seq)
         return err;
     }
 #endif
-    err = smheap_doorbell_sleep(bell, seq, SMHEAP_SLEEP_NSEC);
+    err = smheap_doorbell_sleep_any(set->bells, set->seqs, set->n, SMHEAP_SLEEP_NSEC);
     return err;
 }
 
 /* Nothing to do for a while: announce ourselves as a sleeper, look once more (a peer
- * that published work before seeing us will not ring), then sleep on the doorbell. */
+ * that published work before seeing us will not ring), then sleep on the doorbells. */
 static int sleep_until_rung(MPID_Progress_state * state, int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
-    smheap_doorbell_t *bell = &smheap_queue.bells[smheap_queue.my_rank];
-    int seq = smheap_doorbell_arm(bell);
+    bell_set_t set;
     int err;
 
-    mpi_errno = poll_once(made_progress);
+    mpi_errno = arm_bells(&set);
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = poll_once(made_progress);
     if (mpi_errno == MPI_SUCCESS && !*made_progress && !completed_since(state)) {
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_sleeps, 1);
-        err = sleep_on_doorbell(bell, seq);
+        err = sleep_on_bells(&set);
         if (err)
             MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_futex", "**smheap_futex %s",
                           strerror(err));
     }
-    smheap_doorbell_disarm(bell);
+    disarm_bells(&set);
     return mpi_errno;
 }
 
@@ -366,7 +410,6 @@ int MPIDI_CH3I_Progress_wait_for(int (*ready) (void *), void *arg)
     int idle = 0;
     int spin = MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS;
     int yield = spin + MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS;
-    smheap_doorbell_t *bell = &smheap_queue.bells[smheap_queue.my_rank];
 
     while (!ready(arg)) {
         int made_progress = FALSE;
@@ -380,16 +423,18 @@ int MPIDI_CH3I_Progress_wait_for(int (*ready) (void *), void *arg)
         } else if (idle < yield) {
             yield_cpu();
         } else {
-            int seq = smheap_doorbell_arm(bell), err = 0;
+            bell_set_t set;
+            int err = 0;
 
-            if (!ready(arg)) {
+            mpi_errno = arm_bells(&set);
+            if (mpi_errno == MPI_SUCCESS && !ready(arg)) {
                 mpi_errno = poll_once(&made_progress);
                 if (mpi_errno == MPI_SUCCESS && !made_progress) {
                     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_sleeps, 1);
-                    err = sleep_on_doorbell(bell, seq);
+                    err = sleep_on_bells(&set);
                 }
             }
-            smheap_doorbell_disarm(bell);
+            disarm_bells(&set);
             MPIR_ERR_CHECK(mpi_errno);
             MPIR_ERR_CHKANDJUMP1(err, mpi_errno, MPI_ERR_OTHER, "**smheap_futex",
                                  "**smheap_futex %s", strerror(err));
@@ -463,6 +508,14 @@ int MPIDI_CH3I_Progress_finalize(void)
     return MPI_SUCCESS;
 }
 
+/* The close protocol is over and everything sent: the VC's links (if any) are done with;
+ * ch3 may now destroy the VC. */
+int MPIDI_CH3I_Connection_closed(MPIDI_VC_t * vc)
+{
+    MPIDI_CH3I_Link_retire(vc);
+    return MPIDI_CH3U_Handle_connection(vc, MPIDI_VC_EVENT_TERMINATED);
+}
+
 int MPIDI_CH3_Connection_terminate(MPIDI_VC_t * vc)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -473,7 +526,7 @@ int MPIDI_CH3_Connection_terminate(MPIDI_VC_t * vc)
         goto fn_exit;
 
     if (MPIDI_CH3I_Sendq_empty(vc))
-        mpi_errno = MPIDI_CH3U_Handle_connection(vc, MPIDI_VC_EVENT_TERMINATED);
+        mpi_errno = MPIDI_CH3I_Connection_closed(vc);
     else
         vc->ch.terminate_when_drained = TRUE;   /* finished by MPIDI_CH3I_Send_progress_vc */
     MPIR_ERR_CHECK(mpi_errno);
