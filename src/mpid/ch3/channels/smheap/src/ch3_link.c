@@ -122,6 +122,27 @@ static void set_abstract_addr(struct sockaddr_un *sa, socklen_t * len, const cha
 /* ------------------------------------------------------------------------------------ */
 /* Set-up                                                                               */
 
+static int format_card(char *value, int length)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    MPIR_ERR_CHKANDJUMP(MPL_str_add_string_arg(&value, &length, LINK_BC_KEY, my_addr) !=
+                        MPL_SUCCESS, mpi_errno, MPI_ERR_OTHER, "**buscard_len");
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Our business card (MPI_Open_port builds port names from it).  A card handed out after
+ * MPI_Init may bring connections: from now on the listener is watched. */
+int MPIDI_CH3_Get_business_card(int myRank, char *value, int length)
+{
+    MPL_UNREFERENCED_ARG(myRank);
+    MPIDI_CH3I_Link_active = 1;
+    return format_card(value, length);
+}
+
 /* Listen on an abstract socket named after us and publish the name as our business card
  * (ch3 hands business cards to the processes we connect or accept). */
 int MPIDI_CH3I_Link_init(int pg_rank)
@@ -172,27 +193,6 @@ int MPIDI_CH3I_Link_init(int pg_rank)
     return mpi_errno;
   fn_fail:
     goto fn_exit;
-}
-
-static int format_card(char *value, int length)
-{
-    int mpi_errno = MPI_SUCCESS;
-
-    MPIR_ERR_CHKANDJUMP(MPL_str_add_string_arg(&value, &length, LINK_BC_KEY, my_addr) !=
-                        MPL_SUCCESS, mpi_errno, MPI_ERR_OTHER, "**buscard_len");
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
-}
-
-/* Our business card (MPI_Open_port builds port names from it).  A card handed out after
- * MPI_Init may bring connections: from now on the listener is watched. */
-int MPIDI_CH3_Get_business_card(int myRank, char *value, int length)
-{
-    MPL_UNREFERENCED_ARG(myRank);
-    MPIDI_CH3I_Link_active = 1;
-    return format_card(value, length);
 }
 
 static void unmap_link(smheap_link_t * l)
@@ -617,6 +617,7 @@ static int accept_links(void)
             continue;
         }
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_links_accepted, 1);
+        fprintf(stderr, "DBG %d accepted kind %d tag %d\n", getpid(), hello.kind, hello.port_tag);
         if (hello.kind == HELLO_PORT) {
             mpi_errno = accept_port_link(l);
             MPIR_ERR_CHECK(mpi_errno);
@@ -650,6 +651,7 @@ int MPIDI_CH3I_Link_poll(int *made_progress)
         while (budget-- > 0 && (cell = smheap_ring_peek(&vc->ch.in, &l->geom)) != NULL) {
             if (vc->state == MPIDI_VC_STATE_INACTIVE)
                 MPIDI_CHANGE_VC_STATE(vc, ACTIVE);
+            fprintf(stderr, "DBG %d link cell type %d len %u\n", getpid(), ((MPIDI_CH3_Pkt_t *) cell->payload)->type, cell->len);
             mpi_errno = MPIDI_CH3I_Handle_cell(vc, cell->payload, cell->len);
             MPIR_ERR_CHECK(mpi_errno);
             *made_progress = TRUE;

@@ -249,6 +249,13 @@ static int poll_once(int *made_progress)
 /* ------------------------------------------------------------------------------------ */
 /* Waiting                                                                              */
 
+/* Has a request completed since the caller last looked?  (Does not consume it.) */
+static int completion_pending(MPID_Progress_state * state)
+{
+    return MPL_atomic_acquire_load_int(&MPIDI_CH3I_progress_completion_count) !=
+        state->ch.completion_count;
+}
+
 static int completed_since(MPID_Progress_state * state)
 {
     int now = MPL_atomic_acquire_load_int(&MPIDI_CH3I_progress_completion_count);
@@ -344,7 +351,7 @@ static int sleep_until_rung(MPID_Progress_state * state, int *made_progress)
     mpi_errno = arm_bells(&set);
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = poll_once(made_progress);
-    if (mpi_errno == MPI_SUCCESS && !*made_progress && !completed_since(state)) {
+    if (mpi_errno == MPI_SUCCESS && !*made_progress && !completion_pending(state)) {
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_sleeps, 1);
         err = sleep_on_bells(&set);
         if (err)
