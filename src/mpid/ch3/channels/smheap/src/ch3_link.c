@@ -617,7 +617,6 @@ static int accept_links(void)
             continue;
         }
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_links_accepted, 1);
-        fprintf(stderr, "DBG %d accepted kind %d tag %d\n", getpid(), hello.kind, hello.port_tag);
         if (hello.kind == HELLO_PORT) {
             mpi_errno = accept_port_link(l);
             MPIR_ERR_CHECK(mpi_errno);
@@ -651,7 +650,6 @@ int MPIDI_CH3I_Link_poll(int *made_progress)
         while (budget-- > 0 && (cell = smheap_ring_peek(&vc->ch.in, &l->geom)) != NULL) {
             if (vc->state == MPIDI_VC_STATE_INACTIVE)
                 MPIDI_CHANGE_VC_STATE(vc, ACTIVE);
-            fprintf(stderr, "DBG %d link cell type %d len %u\n", getpid(), ((MPIDI_CH3_Pkt_t *) cell->payload)->type, cell->len);
             mpi_errno = MPIDI_CH3I_Handle_cell(vc, cell->payload, cell->len);
             MPIR_ERR_CHECK(mpi_errno);
             *made_progress = TRUE;
