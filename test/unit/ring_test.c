@@ -3,6 +3,8 @@
  *   - a ring fills at exactly its cell count, hands cells back in order, and keeps
  *     working when its free-running positions wrap past UINT_MAX;
  *   - a doorbell rung with nobody asleep costs no futex call, and wakes an armed sleeper;
+ *   - a sleeper on several doorbells (its node one and its links') is woken by any of them,
+ *     from another process, and otherwise sleeps until its timeout;
  *   - two processes stream 200,000 messages through a small ring, each side sleeping on
  *     its doorbell when it cannot proceed: every message arrives once, in order, intact,
  *     and no sleep ends by timeout (a lost wake-up would show up as one).
@@ -120,6 +122,37 @@ static void test_doorbell_basics(void)
     munmap(b, sizeof *b);
 }
 
+/* Another process rings the last of three doorbells while we sleep on all of them. */
+static void test_doorbell_any(void)
+{
+    smheap_doorbell_t *b = shared_zeroed(3 * sizeof(*b));
+    smheap_doorbell_t *bells[3] = { &b[0], &b[1], &b[2] };
+    int seqs[3];
+    double t0;
+    pid_t pid;
+
+    for (int i = 0; i < 3; i++)
+        seqs[i] = smheap_doorbell_arm(bells[i]);
+    t0 = now();
+    CHECK(smheap_doorbell_sleep_any(bells, seqs, 3, 50 * 1000 * 1000L) == 0);
+    CHECK(now() - t0 >= 0.04);  /* nobody rang: the timeout ended it */
+
+    pid = fork();
+    if (pid == 0) {
+        usleep(100 * 1000);     /* let the parent fall asleep */
+        smheap_doorbell_ring(bells[2]);
+        _exit(0);
+    }
+    t0 = now();
+    CHECK(smheap_doorbell_sleep_any(bells, seqs, 3, 5000000000L) == 0);
+    CHECK(now() - t0 < 2.5);    /* woken by the ring, not by the 5 s timeout */
+    CHECK(atomic_load(&b[2].seq) == seqs[2] + 1);
+    for (int i = 0; i < 3; i++)
+        smheap_doorbell_disarm(bells[i]);
+    waitpid(pid, NULL, 0);
+    munmap(b, 3 * sizeof(*b));
+}
+
 #define NMSG 200000
 #define TIMEOUT_NS 2000000000L  /* a sleep this long means a lost wake-up */
 
@@ -220,6 +253,7 @@ int main(void)
 {
     test_fill_order_wrap();
     test_doorbell_basics();
+    test_doorbell_any();
     test_two_process_stream();
     printf("%s\n", failures ? "FAILED" : "all ring and doorbell checks passed");
     return failures ? 1 : 0;
