@@ -22,6 +22,7 @@ typedef struct smheap_coll_slot {
     _Alignas(64) _Atomic uint64_t step;         /* last synchronization point reached */
     const void *src;            /* what this rank offers to read, valid from its first step */
     void *dst;                  /* where peers may write for it, likewise */
+    uint64_t bytes;             /* how much src holds, where peers must check it */
 } smheap_coll_slot_t;
 
 typedef struct smheap_coll_ctrl {

@@ -148,8 +148,7 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
 
     READY_OR_FALL_BACK(comm, cc, Bcast(buf, count, dt, root, comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(1);
-    if (v.bytes == 0)
-        return MPI_SUCCESS;
+    /* no shortcut for zero bytes: the root's count may differ (an error we must report) */
     offered = cc->step++;
     copied = cc->step++;
 
@@ -157,14 +156,26 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
         NEED_SCRATCH(cc, v.bytes);
         mpi_errno = readable(cc, v, 0, 0, &src);
         MPIR_ERR_CHECK(mpi_errno);
+        slot(cc, me)->bytes = v.bytes;
         offer(cc, me, src, NULL, offered);
         reach(cc, me, copied);
         wait_all(cc, comm->local_size, copied);
     } else {
+        uint64_t sent;
+
         MPIDI_CH3I_Smheap_coll_wait(cc, root, offered);
-        mpi_errno = unpack_into(v, slot(cc, root)->src, v.bytes, 0);
+        sent = slot(cc, root)->bytes;
+        if (sent == v.bytes)
+            mpi_errno = unpack_into(v, slot(cc, root)->src, v.bytes, 0);
         reach(cc, me, copied);
         MPIR_ERR_CHECK(mpi_errno);
+        /* as MPICH's own Bcast reports it: every rank still took part */
+        if (sent != v.bytes) {
+            *errflag = MPIR_ERR_OTHER;
+            MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
+                                 "**collective_size_mismatch %d %d", (int) sent,
+                                 (int) v.bytes);
+        }
     }
 
   fn_exit:

@@ -326,18 +326,34 @@ static void add_link(smheap_link_t * l)
     MPIDI_CH3I_Link_active = 1;
 }
 
+/* A hello on the socket, with room for the descriptor that travels with it. */
+typedef struct hello_msg {
+    struct msghdr msg;
+    struct iovec iov;
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+} hello_msg_t;
+
+static void hello_msg_init(hello_msg_t * m, const smheap_link_hello_t * hello)
+{
+    memset(m, 0, sizeof(*m));
+    m->iov.iov_base = (void *) hello;
+    m->iov.iov_len = sizeof(*hello);
+    m->msg.msg_iov = &m->iov;
+    m->msg.msg_iovlen = 1;
+    m->msg.msg_control = m->ctl.buf;
+    m->msg.msg_controllen = sizeof(m->ctl.buf);
+}
+
 /* Connect to the process listening at addr and hand it the segment. */
 static int send_hello(const char *addr, const smheap_link_hello_t * hello, int seg_fd)
 {
     int mpi_errno = MPI_SUCCESS;
     struct sockaddr_un sa;
     socklen_t sa_len;
-    struct iovec iov = { (void *) hello, sizeof(*hello) };
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } ctl;
-    struct msghdr msg = { 0 };
+    hello_msg_t m;
     struct cmsghdr *cmsg;
     int fd, rc;
 
@@ -352,18 +368,14 @@ static int send_hello(const char *addr, const smheap_link_hello_t * hello, int s
     MPIR_ERR_CHKANDJUMP2(rc != 0, mpi_errno, MPI_ERR_PORT, "**smheap_link_connect",
                          "**smheap_link_connect %s %s", addr, strerror(errno));
 
-    memset(&ctl, 0, sizeof(ctl));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = sizeof(ctl.buf);
-    cmsg = CMSG_FIRSTHDR(&msg);
+    hello_msg_init(&m, hello);
+    cmsg = CMSG_FIRSTHDR(&m.msg);
     cmsg->cmsg_level = SOL_SOCKET;
     cmsg->cmsg_type = SCM_RIGHTS;
     cmsg->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(cmsg), &seg_fd, sizeof(int));
     do {
-        rc = (int) sendmsg(fd, &msg, MSG_NOSIGNAL);
+        rc = (int) sendmsg(fd, &m.msg, MSG_NOSIGNAL);
     } while (rc < 0 && errno == EINTR);
     /* the message (and the descriptor in it) stays queued for the listener after we
      * close our end */
@@ -499,12 +511,7 @@ int MPIDI_CH3I_Link_open_outbox(MPIDI_VC_t * vc)
 /* Take one hello (and its descriptor) from an accepted connection. */
 static int receive_hello(int conn, smheap_link_hello_t * hello, int *seg_fd)
 {
-    struct iovec iov = { hello, sizeof(*hello) };
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } ctl;
-    struct msghdr msg = { 0 };
+    hello_msg_t m;
     struct cmsghdr *cmsg;
     struct ucred cred;
     socklen_t cred_len = sizeof(cred);
@@ -517,14 +524,11 @@ static int receive_hello(int conn, smheap_link_hello_t * hello, int *seg_fd)
         cred.uid != geteuid())
         return EACCES;
     setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = sizeof(ctl.buf);
+    hello_msg_init(&m, hello);
     do {
-        n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
+        n = recvmsg(conn, &m.msg, MSG_CMSG_CLOEXEC);
     } while (n < 0 && errno == EINTR);
-    cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg = CMSG_FIRSTHDR(&m.msg);
     if (cmsg && cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS)
         memcpy(seg_fd, CMSG_DATA(cmsg), sizeof(int));
     if (n != (ssize_t) sizeof(*hello) || *seg_fd < 0 || hello->magic != LINK_MAGIC ||
@@ -642,7 +646,7 @@ int MPIDI_CH3I_Link_poll(int *made_progress)
 
     for (smheap_link_t * l = links; l; l = l->next) {
         MPIDI_VC_t *vc = l->vc;
-        int budget = l->geom.cells;
+        int budget = l->geom.cells, got = 0;
         smheap_cell_t *cell;
 
         if (vc == NULL || !l->reads || vc->ch.in_link != l)
@@ -653,12 +657,13 @@ int MPIDI_CH3I_Link_poll(int *made_progress)
             mpi_errno = MPIDI_CH3I_Handle_cell(vc, cell->payload, cell->len);
             MPIR_ERR_CHECK(mpi_errno);
             *made_progress = TRUE;
+            got = 1;
             MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_link_cells_received, 1);
             if (l->vc != vc)
                 break;  /* the handler closed the VC: it may be gone */
             smheap_ring_release(&vc->ch.in);
         }
-        if (l->vc == vc)
+        if (got && l->vc == vc)
             smheap_doorbell_ring(&l->seg->bell[1 - l->side]);   /* room for the sender */
     }
 
