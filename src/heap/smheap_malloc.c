@@ -172,6 +172,8 @@ PUBLIC void *malloc(size_t size)
 
 PUBLIC void free(void *p)
 {
+    if (p == NULL)
+        return;         /* MPICH frees NULL twice per request */
     if (!in_region(p))
         __libc_free(p);
     else if (atomic_load_explicit(&state, memory_order_relaxed) != HEAP_FORKED)

@@ -128,12 +128,20 @@ int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen)
     goto fn_exit;
 }
 
-/* Consume up to a ring's worth of cells from every inbound ring: the node segment's, then
- * the links'. */
+static int completion_count(void)
+{
+    return MPL_atomic_relaxed_load_int(&MPIDI_CH3I_progress_completion_count);
+}
+
+/* Consume cells from the inbound rings, the links' first, then the node segment's, one
+ * peer after another, up to a ring's worth from each.  Stops after a cell that completes a
+ * request: the caller may be waiting for exactly that one, and the remaining peers come
+ * first in the next scan (the starting peer rotates). */
 static int poll_inbox(int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
     int nranks = smheap_queue.nranks;
+    int completions = completion_count();
     int i;
 
     /* a packet handler that calls back into progress must not receive: the cell it
@@ -141,6 +149,11 @@ static int poll_inbox(int *made_progress)
     if (recv_nesting)
         return MPI_SUCCESS;
     recv_nesting = 1;
+
+    if (MPIDI_CH3I_Link_active) {
+        mpi_errno = MPIDI_CH3I_Link_poll(made_progress);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
 
     for (i = 0; i < nranks; i++) {
         int peer = next_peer + i < nranks ? next_peer + i : next_peer + i - nranks;
@@ -159,17 +172,17 @@ static int poll_inbox(int *made_progress)
             MPIR_ERR_CHECK(mpi_errno);
             MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_cells_received, 1);
             *made_progress = TRUE;
+            if (completion_count() != completions)
+                break;
         }
         /* the sender may be waiting for the room we just made (cheap if it is not
          * asleep: a fence and a load) */
         MPIDI_CH3I_Smheap_wake(peer);
+        if (completion_count() != completions)
+            break;
     }
     if (++next_peer == nranks)
         next_peer = 0;
-    if (MPIDI_CH3I_Link_active) {
-        mpi_errno = MPIDI_CH3I_Link_poll(made_progress);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
 
   fn_exit:
     recv_nesting = 0;
@@ -217,20 +230,20 @@ static int push_pending_sends(int *made_progress)
     goto fn_exit;
 }
 
+/* One look at everything that may need us.  The inbox comes last, so that a caller whose
+ * request completes there goes back to it at once. */
 static int poll_once(int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
     int hook_progress = FALSE;
 
-    mpi_errno = poll_inbox(made_progress);
-    MPIR_ERR_CHECK(mpi_errno);
+    if (pending_vcs) {
+        mpi_errno = push_pending_sends(made_progress);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
     if (MPIDI_CH3I_Link_active && !recv_nesting) {
         MPIDI_CH3I_Link_reap();
         mpi_errno = MPIDI_CH3I_Link_poll_listener(FALSE);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
-    if (pending_vcs) {
-        mpi_errno = push_pending_sends(made_progress);
         MPIR_ERR_CHECK(mpi_errno);
     }
     mpi_errno = MPIR_Progress_hook_exec_all(&hook_progress);
@@ -239,6 +252,8 @@ static int poll_once(int *made_progress)
         *made_progress = TRUE;
         MPIDI_CH3_Progress_signal_completion();
     }
+    mpi_errno = poll_inbox(made_progress);
+    MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
     return mpi_errno;
