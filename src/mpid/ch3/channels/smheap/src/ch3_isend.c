@@ -92,6 +92,44 @@ static void copy_iov(struct iovec *dst, const struct iovec *iov, int n_iov)
     dst[0].iov_len = sizeof(MPIDI_CH3_Pkt_t);
 }
 
+/* A free cell of vc's ring for a new message, if nothing is queued ahead of it. */
+static inline smheap_cell_t *reserve_for_new_message(MPIDI_VC_t * vc)
+{
+    if (!MPIDI_CH3I_Sendq_empty(vc) || vc->ch.out.ring == NULL ||
+        vc->state == MPIDI_VC_STATE_MORIBUND)
+        return NULL;
+    return smheap_ring_reserve(&vc->ch.out, vc->ch.geom);
+}
+
+/* The commonest sends, a lone packet header (every short message, most control packets) or
+ * a header and data that fit in one cell (eager messages), to a VC with nothing queued: the
+ * message goes straight into one cell, with no iov bookkeeping and the header copied at a
+ * size the compiler inlines.  This is the sending half of the small-message latency. */
+static inline int try_send_in_one_cell(MPIDI_VC_t * vc, const struct iovec *iov, int n_iov)
+{
+    smheap_cell_t *cell = reserve_for_new_message(vc);
+    size_t used = sizeof(MPIDI_CH3_Pkt_t), room;
+    int i;
+
+    if (cell == NULL)
+        return FALSE;
+    room = smheap_cell_payload(vc->ch.geom) - used;
+    for (i = 1; i < n_iov; i++) {
+        if (iov[i].iov_len > room)
+            return FALSE;       /* nothing written: the cell stays free */
+        room -= iov[i].iov_len;
+    }
+    count_eager(iov[0].iov_base);
+    memcpy(cell->payload, iov[0].iov_base, sizeof(MPIDI_CH3_Pkt_t));
+    for (i = 1; i < n_iov; i++) {
+        MPIR_Memcpy(cell->payload + used, iov[i].iov_base, iov[i].iov_len);
+        used += iov[i].iov_len;
+    }
+    smheap_ring_publish(&vc->ch.out, cell, used);
+    smheap_doorbell_ring(vc->ch.peer_bell);
+    return TRUE;
+}
+
 /* Keep what is left of a send in sreq, copying the packet header into the request if it
  * was not sent yet (the caller's header may live on its stack). */
 static void save_remainder(MPIR_Request * sreq, const struct iovec *iov, int n_iov,
@@ -231,9 +269,12 @@ int MPIDI_CH3_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
     MPIR_Request *sreq;
 
     MPIR_FUNC_ENTER;
+    *sreq_ptr = NULL;
+    MPIR_Assert(iov[0].iov_len <= sizeof(MPIDI_CH3_Pkt_t));
+    if (likely(try_send_in_one_cell(vc, iov, n_iov)))
+        goto fn_exit;
     copy_iov(local, iov, n_iov);
     count_eager(iov[0].iov_base);
-    *sreq_ptr = NULL;
 
     if (vc->state == MPIDI_VC_STATE_MORIBUND) {
         sreq = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
@@ -265,33 +306,12 @@ int MPIDI_CH3_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
     goto fn_exit;
 }
 
-/* The commonest send of all, a lone packet header (every short message, most control
- * packets) to a VC with nothing queued, straight into a free cell: no iov, no loop, and a
- * copy of constant size the compiler inlines.  This is the sending half of the channel's
- * small-message latency. */
-static inline int try_send_header(MPIDI_VC_t * vc, const void *hdr)
-{
-    smheap_cell_t *cell;
-
-    if (!MPIDI_CH3I_Sendq_empty(vc) || vc->ch.out.ring == NULL ||
-        vc->state == MPIDI_VC_STATE_MORIBUND)
-        return FALSE;
-    cell = smheap_ring_reserve(&vc->ch.out, vc->ch.geom);
-    if (cell == NULL)
-        return FALSE;
-    count_eager(hdr);
-    memcpy(cell->payload, hdr, sizeof(MPIDI_CH3_Pkt_t));
-    smheap_ring_publish(&vc->ch.out, cell, sizeof(MPIDI_CH3_Pkt_t));
-    smheap_doorbell_ring(vc->ch.peer_bell);
-    return TRUE;
-}
-
 int MPIDI_CH3_iStartMsg(MPIDI_VC_t * vc, void *hdr, intptr_t hdr_sz, MPIR_Request ** sreq_ptr)
 {
     struct iovec iov = { hdr, hdr_sz };
 
     MPIR_Assert(hdr_sz <= sizeof(MPIDI_CH3_Pkt_t));
-    if (likely(try_send_header(vc, hdr))) {
+    if (likely(try_send_in_one_cell(vc, &iov, 1))) {
         *sreq_ptr = NULL;
         return MPI_SUCCESS;
     }
