@@ -3,8 +3,9 @@
 # (whichever are installed), with heap and stack buffers, and memcpy as the ceiling.
 # p2p_bench.c (latency, OSU-style bandwidth and bidirectional bandwidth) is built with each
 # MPI's mpicc into build/bench/p2p/<mpi>/; every round runs every MPI x test x buffer and
-# memcpy_bench once, rounds interleaved so that drift hits all alike.  Prints the medians over
-# the rounds and the ratios, and plots them (gnuplot).
+# memcpy_bench once, rounds interleaved so that drift hits all alike (and, within a round,
+# the MPIs back to back for each test).  Prints the medians over the rounds and the
+# ratios, and plots them (gnuplot).
 #   bench/p2p/run.sh [RUNS]      (default 5; smheap from maint/setup.sh's build/install,
 #                                 nemesis from maint/setup.sh --nemesis, Open MPI from Debian)
 #   QUICK=1 bench/p2p/run.sh 1   a smoke test: about 8x fewer iterations
@@ -85,11 +86,17 @@ record() {
     echo "# bench/p2p/run.sh $runs QUICK=$quick, $(date -Is), $(uname -r), $(nproc) CPUs"
     echo "# mpis: ${mpis[*]}; Open MPI single copy: $vader_copy; ulimit -s $(ulimit -s)"
 } >"$raw"
+# Within a round the MPIs run back to back for each test and buffer, in an order that
+# rotates from round to round: this machine's speed drifts over seconds (other tenants), so
+# measurements that are compared are taken as close together as possible.
 for r in $(seq "$runs"); do
-    for m in "${mpis[@]}"; do
-        echo "p2p: round $r/$runs: $m" >&2
-        for t in lat bw bibw; do
-            for b in $bufs; do
+    echo "p2p: round $r/$runs" >&2
+    n=${#mpis[@]}
+    order=()
+    for i in $(seq 0 $((n - 1))); do order+=("${mpis[$(((i + r) % n))]}"); done
+    for t in lat bw bibw; do
+        for b in $bufs; do
+            for m in "${order[@]}"; do
                 record "round=$r mpi=$m run=$t/$b" launch "$m" -t "$t" -b "$b" "${qflag[@]}"
             done
         done
