@@ -3,7 +3,9 @@
  * ch3:smheap, ch3:nemesis and Open MPI can be compared with the same binary source.
  *
  *   lat   ping-pong (MPI_Send/MPI_Recv); one-way latency in microseconds = round trip / 2.
- *         Sizes 0 B, 1 B ... 64 KiB; 20000 round trips up to 8 KiB, fewer above.
+ *         Sizes 0 B, 1 B ... 64 KiB; 100000 round trips up to 8 KiB, fewer above (the
+ *         small sizes take well under a second each: long enough to average over the
+ *         machine's jitter).
  *   bw    rank 0 posts a window of MPI_Isend of one buffer, rank 1 a window of MPI_Irecv
  *         into one buffer; both MPI_Waitall, then rank 1 sends a 4-byte ack.  MB/s
  *         (1e6 bytes/s) = size * window * iterations / time.  Sizes 64 KiB ... 64 MiB.
@@ -44,7 +46,7 @@
 #define WINDOW 64
 #define IN_FLIGHT (128L << 20)  /* bw/bibw: at most this many bytes in one window */
 #define BW_BYTES (512L << 20)   /* bw/bibw: bytes timed per size */
-#define LAT_ITERS 20000         /* lat: round trips up to LAT_FULL bytes */
+#define LAT_ITERS 100000        /* lat: round trips up to LAT_FULL bytes */
 #define LAT_FULL 8192
 #define STACK_SPARE (8L << 20)  /* stack left for MPI itself below the buffers */
 #define MAX_COUNTERS 16

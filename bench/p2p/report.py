@@ -9,7 +9,9 @@ RAW has one line per measurement, as run.sh writes them:
     round=1 mpi=memcpy run=memcpy test=memcpy1 size=65536 value=44966.6
 (lines with '#' are comments).  Prints, for every test and buffer, the median over the
 rounds of every MPI at every size and the ratios of smheap to the others (and to memcpy with
-one and two threads, for bandwidths), then the pvar lines of the last smheap round.  Writes
+one and two threads, for bandwidths; for latencies also the median over the rounds of the
+ratio within a round, where the MPIs ran back to back), then the pvar lines of the last
+smheap round.  Writes
 OUTDIR/p2p-{lat,bw,bibw}.dat (one column per MPI and buffer) and OUTDIR/p2p.gp, the gnuplot
 script that draws OUTDIR/p2p-{lat,bw,bibw}.png from them.  Standard library only.
 """
@@ -26,8 +28,10 @@ COLOR = {"smheap": "#d62728", "nemesis": "#1f77b4", "openmpi": "#2ca02c"}
 
 
 def read_raw(path):
-    """(mpi, test, buf, size) -> values; the pvar lines of the last smheap round."""
+    """(mpi, test, buf, size) -> values, the same -> {round: value}, and the pvar lines of
+    the last smheap round."""
     vals = collections.defaultdict(list)
+    by_round = collections.defaultdict(dict)
     pvars = {}
     last = 0
     for line in open(path):
@@ -38,16 +42,28 @@ def read_raw(path):
         if "value" in kv:
             key = (kv["mpi"], kv["test"], kv.get("buf", "-"), int(kv["size"]))
             vals[key].append(float(kv["value"]))
+            by_round[key][int(kv.get("round", 0))] = float(kv["value"])
         elif "pvar" in words and kv.get("mpi") == "smheap":
             rnd = int(kv["round"])
             if rnd > last:
                 last, pvars = rnd, {}
             if rnd == last:
                 pvars.setdefault(kv["run"], []).append(words[words.index("pvar") + 1])
-    return vals, pvars
+    return vals, by_round, pvars
 
 
-def table(vals, mpis, test, buf):
+def paired_ratio(by_round, a, b):
+    """Median over the rounds of a / b within each round, as a table cell."""
+    both = sorted(set(by_round.get(a, {})) & set(by_round.get(b, {})))
+    ratios = sorted(by_round[a][r] / by_round[b][r] for r in both if by_round[b][r])
+    if not ratios:
+        return "-"
+    n = len(ratios)
+    mid = ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] + ratios[n // 2]) / 2
+    return "%.2f" % mid
+
+
+def table(vals, by_round, mpis, test, buf):
     """Print one test x buffer table."""
     sizes = sorted({k[3] for k in vals if k[1] == test and k[2] == buf})
     if not sizes:
@@ -56,7 +72,8 @@ def table(vals, mpis, test, buf):
     counts = [len(vals[k]) for k in vals if k[1] == test and k[2] == buf]
     if test == "lat":
         print("\n%s, buf=%s: one-way latency in us, median of %d runs; sm/x = smheap time / x"
-              " time (lower is better)" % (test, buf, max(counts)))
+              " time (lower is better); pr/x = median over the runs of that ratio within a"
+              " run" % (test, buf, max(counts)))
     else:
         print("\n%s, buf=%s: MB/s (1e6 B/s%s), median of %d runs; sm/x = smheap / x (higher"
               " is better); mc1, mc2 = memcpy with 1, 2 threads%s"
@@ -64,7 +81,9 @@ def table(vals, mpis, test, buf):
                  " (bibw: both ranks copy at once, so up to about 2 x mc1)"
                  if test == "bibw" else ""))
     head = ["size"] + list(mpis) + ["sm/" + m[:4] for m in others]
-    if test != "lat":
+    if test == "lat":
+        head += ["pr/" + m[:4] for m in others]
+    else:
         head += ["sm/mc1", "sm/mc2"]
     print(" ".join("%9s" % h for h in head))
     fmt = "%9.3f" if test == "lat" else "%9.0f"
@@ -75,7 +94,10 @@ def table(vals, mpis, test, buf):
             v = med(vals, (m, test, buf, size))
             row.append(fmt % v if v is not None else "-")
         row += [ratio(sm, med(vals, (m, test, buf, size))) for m in others]
-        if test != "lat":
+        if test == "lat":
+            row += [paired_ratio(by_round, ("smheap", test, buf, size), (m, test, buf, size))
+                    for m in others]
+        else:
             row += [ratio(sm, med(vals, ("memcpy", "memcpy%d" % n, "-", size))) for n in (1, 2)]
         print(" ".join("%9s" % c for c in row))
 
@@ -129,12 +151,12 @@ def gnuplot(vals, mpis, outdir):
 
 def main():
     raw, outdir = sys.argv[1], sys.argv[2]
-    vals, pvars = read_raw(raw)
+    vals, by_round, pvars = read_raw(raw)
     present = {k[0] for k in vals}
     mpis = [m for m in ORDER if m in present] + sorted(present - set(ORDER) - {"memcpy"})
     for test in TESTS:
         for buf in BUFS:
-            table(vals, mpis, test, buf)
+            table(vals, by_round, mpis, test, buf)
     print("\nsmheap's MPI_T message counters (smheap_*_msgs), last round, both ranks summed:")
     for run, words in pvars.items():
         print("  %-11s %s" % (run, " ".join(words)))
