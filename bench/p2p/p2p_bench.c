@@ -247,9 +247,9 @@ static int delivered(const char *r)
 static void run(char *s, char *r)
 {
     /* Right after start-up, the launcher's processes still share the two cores with us for
-     * a while: the first size measured came out slow for every MPI.  A quarter of a second
-     * of ping-pong first (untimed) lets them settle. */
-    if (strcmp(test, "lat") == 0 && !quick) {
+     * a while: the first size measured came out slow for every MPI and test.  A quarter of
+     * a second of ping-pong first (untimed) lets them settle. */
+    if (!quick) {
         double t0 = MPI_Wtime(), elapsed = 0;
         while (elapsed < 0.25) {
             lat(s, r, 0);
