@@ -259,8 +259,10 @@ int MPIDI_CH3_iSend(MPIDI_VC_t * vc, MPIR_Request * sreq, void *hdr, intptr_t hd
     return MPIDI_CH3_iSendv(vc, sreq, &iov, 1);
 }
 
-int MPIDI_CH3_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
-                         MPIR_Request ** sreq_ptr)
+/* A message without a request of its own that did not go into one cell: a VC still
+ * without its ring, a queue ahead of it, a full ring, or more data than a cell holds. */
+static int start_msg_slowly(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
+                            MPIR_Request ** sreq_ptr)
 {
     int mpi_errno = MPI_SUCCESS;
     struct iovec local[MPL_IOV_LIMIT];
@@ -268,13 +270,9 @@ int MPIDI_CH3_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
     int n_rest = n_iov;
     MPIR_Request *sreq;
 
-    MPIR_FUNC_ENTER;
-    *sreq_ptr = NULL;
-    MPIR_Assert(iov[0].iov_len <= sizeof(MPIDI_CH3_Pkt_t));
-    if (likely(try_send_in_one_cell(vc, iov, n_iov)))
-        goto fn_exit;
     copy_iov(local, iov, n_iov);
     count_eager(iov[0].iov_base);
+    *sreq_ptr = NULL;
 
     if (vc->state == MPIDI_VC_STATE_MORIBUND) {
         sreq = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
@@ -300,20 +298,24 @@ int MPIDI_CH3_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
     *sreq_ptr = sreq;
 
   fn_exit:
-    MPIR_FUNC_EXIT;
     return mpi_errno;
   fn_fail:
     goto fn_exit;
 }
 
-int MPIDI_CH3_iStartMsg(MPIDI_VC_t * vc, void *hdr, intptr_t hdr_sz, MPIR_Request ** sreq_ptr)
+int MPIDI_CH3_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
+                         MPIR_Request ** sreq_ptr)
 {
-    struct iovec iov = { hdr, hdr_sz };
-
-    MPIR_Assert(hdr_sz <= sizeof(MPIDI_CH3_Pkt_t));
-    if (likely(try_send_in_one_cell(vc, &iov, 1))) {
+    MPIR_Assert(iov[0].iov_len <= sizeof(MPIDI_CH3_Pkt_t));
+    if (likely(try_send_in_one_cell(vc, iov, n_iov))) {
         *sreq_ptr = NULL;
         return MPI_SUCCESS;
     }
+    return start_msg_slowly(vc, iov, n_iov, sreq_ptr);
+}
+
+int MPIDI_CH3_iStartMsg(MPIDI_VC_t * vc, void *hdr, intptr_t hdr_sz, MPIR_Request ** sreq_ptr)
+{
+    struct iovec iov = { hdr, hdr_sz };
     return MPIDI_CH3_iStartMsgv(vc, &iov, 1, sreq_ptr);
 }
