@@ -135,7 +135,7 @@ static int n_owed_wake;
 
 /* Wake the senders we made room for, at the start of the poll after the one that received.
  * Waking takes a fence; taken at once, it would sit between a message's arrival and its
- * receiver's return to the caller (bench/p2p: a few percent of the 8-byte latency).  A
+ * receiver's return to the caller, where every nanosecond counts for short messages.  A
  * sender asleep for room meanwhile is woken by our next poll, or by its sleep's time-out
  * (SMHEAP_SLEEP_NSEC) if we stay out of MPI longer.  The list is emptied before every
  * scan of the inbox, which adds each peer at most once. */
