@@ -269,12 +269,15 @@ static void run(char *s, char *r)
     }
 }
 
-/* Is NAME one of ch3:smheap's message counters (smheap_..._msgs)? */
+/* Is NAME one of ch3:smheap's path counters: a message counter (smheap_..._msgs), or
+ * smheap_copy_detours (bulk copies that avoided glibc's memcpy, see smheap_copy.h)? */
 static int smheap_msgs_counter(const char *name)
 {
     size_t n = strlen(name);
 
-    return strncmp(name, "smheap_", 7) == 0 && n > 12 && strcmp(name + n - 5, "_msgs") == 0;
+    return strncmp(name, "smheap_", 7) == 0 &&
+        ((n > 12 && strcmp(name + n - 5, "_msgs") == 0) ||
+         strcmp(name, "smheap_copy_detours") == 0);
 }
 
 /* This rank's smheap_..._msgs counters (continuous, unsigned long long), in index order:

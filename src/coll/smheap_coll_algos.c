@@ -83,7 +83,7 @@ static int readable(smheap_coll_comm_t * cc, view_t v, int stage, size_t at, con
     s = (char *) cc->scratch + at;
     *out = s;
     if (v.contig)
-        MPIR_Memcpy(s, (char *) v.buf + v.lb, v.bytes);
+        smheap_copy(s, (char *) v.buf + v.lb, v.bytes);
     else
         return MPIR_Typerep_pack(v.buf, v.count, v.dt, 0, s, v.bytes, &actual);
     return MPI_SUCCESS;
@@ -98,7 +98,7 @@ static int unpack_into(view_t v, const void *src, MPI_Aint bytes, MPI_Aint offse
     if (bytes == 0)
         return MPI_SUCCESS;
     if (v.contig) {
-        MPIR_Memcpy((char *) v.buf + v.lb + offset, src, bytes);
+        smheap_copy((char *) v.buf + v.lb + offset, src, bytes);
         return MPI_SUCCESS;
     }
     return MPIR_Typerep_unpack(src, bytes, v.buf, v.count, v.dt, offset, &actual);
@@ -197,7 +197,7 @@ static int reduce_inputs(smheap_coll_comm_t * cc, int n, MPI_Aint first, MPI_Ain
 
     if (count == 0)
         return MPI_SUCCESS;
-    MPIR_Memcpy(acc, (const char *) slot(cc, n - 1)->src + off, count * extent);
+    smheap_copy(acc, (const char *) slot(cc, n - 1)->src + off, count * extent);
     for (int r = n - 2; r >= 0 && mpi_errno == MPI_SUCCESS; r--)
         mpi_errno = MPIR_Reduce_local((const char *) slot(cc, r)->src + off, acc, count, dt, op);
     return mpi_errno;
@@ -276,7 +276,7 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
         const char *from = (const char *) slot(cc, r)->dst;
         my_part(count, n, r, &f, &p);
         if (p > 0 && from + f * extent != (char *) recvbuf + f * extent)
-            MPIR_Memcpy((char *) recvbuf + f * extent, from + f * extent, p * extent);
+            smheap_copy((char *) recvbuf + f * extent, from + f * extent, p * extent);
     }
     reach(cc, me, pulled);
     wait_all(cc, n, pulled);
@@ -342,7 +342,7 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
             MPI_Aint f, p;
             my_part(count, n, r, &f, &p);
             if (p > 0)
-                MPIR_Memcpy((char *) recvbuf + f * extent,
+                smheap_copy((char *) recvbuf + f * extent,
                             (const char *) slot(cc, r)->dst + f * extent, p * extent);
         }
         reach(cc, me, collected);

@@ -18,6 +18,7 @@ noinst_HEADERS +=                                          \
     src/mpid/ch3/channels/smheap/include/smheap_queue.h    \
     src/mpid/ch3/channels/smheap/include/smheap_ring.h     \
     src/mpid/ch3/channels/smheap/include/smheap_doorbell.h \
+    src/mpid/ch3/channels/smheap/include/smheap_copy.h     \
     src/mpid/ch3/channels/smheap/include/mpid_nem_impl.h
 
 mpi_core_sources +=                                        \
@@ -28,7 +29,8 @@ mpi_core_sources +=                                        \
     src/mpid/ch3/channels/smheap/src/ch3_link.c            \
     src/mpid/ch3/channels/smheap/src/ch3_progress.c        \
     src/mpid/ch3/channels/smheap/src/ch3_rndv.c            \
-    src/mpid/ch3/channels/smheap/src/smheap_queue.c       \
+    src/mpid/ch3/channels/smheap/src/smheap_queue.c        \
+    src/mpid/ch3/channels/smheap/src/smheap_copy.c         \
     src/mpid/ch3/channels/smheap/src/smheap_doorbell.c
 
 # Shared-memory windows: ch3:nemesis's implementation is channel-neutral apart

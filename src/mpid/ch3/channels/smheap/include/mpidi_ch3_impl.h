@@ -8,6 +8,7 @@
 #include "mpidimpl.h"
 #include "utlist.h"
 #include "smheap_queue.h"
+#include "smheap_copy.h"
 
 /* The channel's MPI_T performance variables say which paths ran; they are always on
  * (MPICH gates each pvar module on ENABLE_PVAR_<module>). */

@@ -32,7 +32,7 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
             break;
         while (n > 0 && used < payload) {
             size_t len = MPL_MIN(v->iov_len, payload - used);
-            MPIR_Memcpy(cell->payload + used, v->iov_base, len);
+            smheap_copy(cell->payload + used, v->iov_base, len);
             used += len;
             v->iov_base = (char *) v->iov_base + len;
             v->iov_len -= len;
@@ -122,7 +122,7 @@ static inline int try_send_in_one_cell(MPIDI_VC_t * vc, const struct iovec *iov,
     count_eager(iov[0].iov_base);
     memcpy(cell->payload, iov[0].iov_base, sizeof(MPIDI_CH3_Pkt_t));
     for (i = 1; i < n_iov; i++) {
-        MPIR_Memcpy(cell->payload + used, iov[i].iov_base, iov[i].iov_len);
+        smheap_copy(cell->payload + used, iov[i].iov_base, iov[i].iov_len);
         used += iov[i].iov_len;
     }
     smheap_ring_publish(&vc->ch.out, cell, used);

@@ -95,7 +95,7 @@ int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen)
             struct iovec *iov = &rreq->dev.iov[rreq->dev.iov_offset];
             size_t len = MPL_MIN(iov->iov_len, (size_t) buflen);
             if (!rreq->dev.drop_data)
-                MPIR_Memcpy(iov->iov_base, buf, len);
+                smheap_copy(iov->iov_base, buf, len);
             buf += len;
             buflen -= len;
             iov->iov_base = (char *) iov->iov_base + len;

@@ -286,7 +286,7 @@ static intptr_t copy_chunks(smheap_copy_job_t * job, char *dst, const char *src,
            (size_t) len) {
         intptr_t n = MPL_MIN(chunk, len - (intptr_t) off);
 
-        MPIR_Memcpy(dst + off, src + off, n);
+        smheap_copy(dst + off, src + off, n);
         atomic_fetch_add_explicit(&job->done, n, memory_order_release);
         copied += n;
     }
@@ -330,7 +330,7 @@ static int copy_contig(MPIDI_VC_t * vc, MPIR_Request * rreq, char *dst, intptr_t
     smheap_pkt_help_t *help = &upkt.help;
 
     if (job == NULL || len <= chunk || !reachable_by_peers(dst, len)) {
-        MPIR_Memcpy(dst, src, len);
+        smheap_copy(dst, src, len);
         goto fn_exit;
     }
 
@@ -531,5 +531,13 @@ int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int array
     SMHEAP_COUNTER(smheap_copy_help_bytes,
                    "bytes this rank copied into a receiver's buffer for its own messages");
 #undef SMHEAP_COUNTER
+    MPIR_T_PVAR_COUNTER_REGISTER_DYNAMIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_copy_detours,
+                                         &smheap_copy_detours, 1, MPI_T_VERBOSITY_USER_DETAIL,
+                                         MPI_T_BIND_NO_OBJECT,
+                                         MPIR_T_PVAR_FLAG_READONLY |
+                                         MPIR_T_PVAR_FLAG_CONTINUOUS, NULL, NULL, "CH3",
+                                         "bulk copies of this process that went backwards, "
+                                         "around glibc's slow memcpy on AMD at a source-to-"
+                                         "destination distance of 1 to 15 bytes mod 4 KiB");
     return MPI_SUCCESS;
 }

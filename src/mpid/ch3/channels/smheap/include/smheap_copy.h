@@ -1,0 +1,40 @@
+/*
+ * ch3:smheap -- the channel's bulk copy: memcpy, but for the one case where glibc's memcpy
+ * is an order of magnitude slow on AMD processors.
+ *
+ * glibc copies blocks from x86_rep_movsb_threshold (about 2 KiB) up to, on AMD, the size of
+ * the L2 cache with `rep movsb`.  AMD Zen 3 and 4 run that at ~3 GB/s instead of ~50 when
+ * the destination lies 1 to 15 bytes past the source modulo 4 KiB (glibc bug 30994; seen
+ * with Debian 12's glibc 2.36 on this project's machines).  Where the data lies is up to
+ * the user and, for the rings, rotates with the cells (a cell is 64 bytes longer than a
+ * power of two), so any bulk copy of the channel may meet that distance.  Such copies go
+ * backwards in 64-byte blocks instead, which also avoids the 4 KiB aliasing a forward loop
+ * suffers at that distance.  Independent of MPICH, so that it can be unit-tested alone.
+ */
+
+#ifndef SMHEAP_COPY_H_INCLUDED
+#define SMHEAP_COPY_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Sizes (exclusive bounds) for which memcpy is avoided at a bad distance; both 0 where
+ * memcpy is fine (not an AMD processor) or before smheap_copy_init. */
+extern size_t smheap_copy_detour_min, smheap_copy_detour_max;
+extern unsigned long long smheap_copy_detours;  /* copies that went backwards */
+
+void smheap_copy_init(void);
+void smheap_copy_backward(void *dst, const void *src, size_t n);
+
+static inline void smheap_copy(void *dst, const void *src, size_t n)
+{
+    size_t distance = ((uintptr_t) dst - (uintptr_t) src) & 4095;
+
+    if (distance - 1 < 15 && n > smheap_copy_detour_min && n < smheap_copy_detour_max)
+        smheap_copy_backward(dst, src, n);
+    else
+        memcpy(dst, src, n);
+}
+
+#endif /* SMHEAP_COPY_H_INCLUDED */
