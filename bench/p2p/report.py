@@ -22,7 +22,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from benchlib import human, med, ratio  # noqa: E402
 
 TESTS = ("lat", "bw", "bibw")
-BUFS = ("heap", "stack")
+BUFS = ("heap", "stack", "heap+8")
+DASH = {"heap": 1, "stack": 2, "heap+8": 4}     # gnuplot dash type and point type per buffer
+POINT = {"heap": 7, "stack": 6, "heap+8": 5}
 ORDER = ("smheap", "nemesis", "openmpi")
 COLOR = {"smheap": "#d62728", "nemesis": "#1f77b4", "openmpi": "#2ca02c"}
 
@@ -104,8 +106,8 @@ def table(vals, by_round, mpis, test, buf):
 
 def series(vals, mpis, test):
     """Columns of one plot: (title, key without size, color, dash, point)."""
-    cols = [("%s %s" % (m, b), (m, test, b), COLOR.get(m, "#9467bd"), 1 if b == "heap" else 2,
-             7 if b == "heap" else 6) for m in mpis for b in BUFS]
+    cols = [("%s %s" % (m, b), (m, test, b), COLOR.get(m, "#9467bd"), DASH[b], POINT[b])
+            for m in mpis for b in BUFS]
     if test != "lat":
         cols += [("memcpy %d thread%s" % (n, "s" if n > 1 else ""), ("memcpy", "memcpy%d" % n, "-"),
                   "#000000" if n == 1 else "#7f7f7f", 3, -1) for n in (1, 2)]
@@ -157,11 +159,12 @@ def main():
     for test in TESTS:
         for buf in BUFS:
             table(vals, by_round, mpis, test, buf)
-    print("\nsmheap's MPI_T message counters (smheap_*_msgs), last round, both ranks summed:")
+    print("\nsmheap's MPI_T path counters (smheap_*_msgs, smheap_copy_detours), last round,"
+          " both ranks summed:")
     for run, words in pvars.items():
         print("  %-11s %s" % (run, " ".join(words)))
     if not pvars:
-        print("  (none: this MPI has no smheap_*_msgs counters)")
+        print("  (none: this MPI has no smheap path counters)")
     gnuplot(vals, mpis, outdir)
 
 

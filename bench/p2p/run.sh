@@ -25,7 +25,9 @@ mkdir -p "$exe" "$out"
 qflag=()
 [ "$quick" = 1 ] && qflag=(-q)
 
-# -b stack keeps a send and a receive buffer of up to 64 MiB each on main's stack.
+# -b stack keeps a send and a receive buffer of up to 64 MiB each on main's stack.  The
+# bandwidth test also runs with -b heap+8: heap buffers, the receive buffer 8 bytes past a
+# page, a distance at which glibc's memcpy is slow on AMD (the channel's smheap_copy.h).
 bufs="heap stack"
 ulimit -s 300000 2>/dev/null || {
     echo "p2p: cannot raise the stack limit to 300000 KiB (hard limit $(ulimit -Hs)):" \
@@ -95,7 +97,9 @@ for r in $(seq "$runs"); do
     order=()
     for i in $(seq 0 $((n - 1))); do order+=("${mpis[$(((i + r) % n))]}"); done
     for t in lat bw bibw; do
-        for b in $bufs; do
+        tbufs=$bufs
+        [ "$t" = bw ] && tbufs="$bufs heap+8"
+        for b in $tbufs; do
             for m in "${order[@]}"; do
                 record "round=$r mpi=$m run=$t/$b" launch "$m" -t "$t" -b "$b" "${qflag[@]}"
             done
