@@ -7,9 +7,10 @@
  * the destination lies 1 to 15 bytes past the source modulo 4 KiB (glibc bug 30994; seen
  * with Debian 12's glibc 2.36 on this project's machines).  Where the data lies is up to
  * the user and, for the rings, rotates with the cells (a cell is 64 bytes longer than a
- * power of two), so any bulk copy of the channel may meet that distance.  Such copies go
- * backwards in 64-byte blocks instead, which also avoids the 4 KiB aliasing a forward loop
- * suffers at that distance.  Independent of MPICH, so that it can be unit-tested alone.
+ * power of two), so any bulk copy of the channel may meet that distance.  Where
+ * smheap_copy_init measures memcpy to be slow there, such copies go backwards in 64-byte
+ * blocks instead, which also avoids the 4 KiB aliasing a forward loop suffers at that
+ * distance.  Independent of MPICH, so that it can be unit-tested alone.
  */
 
 #ifndef SMHEAP_COPY_H_INCLUDED
@@ -20,7 +21,7 @@
 #include <string.h>
 
 /* Sizes (exclusive bounds) for which memcpy is avoided at a bad distance; both 0 where
- * memcpy is fine (not an AMD processor) or before smheap_copy_init. */
+ * memcpy is not slow there, and before smheap_copy_init. */
 extern size_t smheap_copy_detour_min, smheap_copy_detour_max;
 extern unsigned long long smheap_copy_detours;  /* copies that went backwards */
 

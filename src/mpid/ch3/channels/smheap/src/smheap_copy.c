@@ -2,34 +2,73 @@
  * ch3:smheap -- the channel's bulk copy (see smheap_copy.h).
  */
 
+#define _POSIX_C_SOURCE 200809L
 #include "smheap_copy.h"
+#include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <emmintrin.h>
 #endif
 
 size_t smheap_copy_detour_min, smheap_copy_detour_max;
 unsigned long long smheap_copy_detours;
 
-#if defined(__x86_64__)
-static int is_amd(void)
+#define PROBE_BYTES (32 * 1024)
+
+static double seconds(void)
 {
-    unsigned int max_leaf, vendor[3];
+    struct timespec t;
 
-    if (!__get_cpuid(0, &max_leaf, &vendor[0], &vendor[2], &vendor[1]))
-        return 0;
-    return memcmp(vendor, "AuthenticAMD", 12) == 0;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
 }
-#endif
 
-/* The sizes glibc copies with `rep movsb` on AMD: above x86_rep_movsb_threshold (2112
- * bytes by default where the CPU has FSRM, more otherwise; 2048 is the lowest default) and
- * below the L2 size. */
+/* The best of a few memcpy's of PROBE_BYTES from src to dst. */
+static double best_copy_time(char *dst, const char *src)
+{
+    double best = 1e9;
+
+    for (int i = 0; i < 4; i++) {
+        double t = seconds();
+
+        memcpy(dst, src, PROBE_BYTES);
+        __asm__ __volatile__("":::"memory");    /* keep every copy */
+        t = seconds() - t;
+        if (t < best)
+            best = t;
+    }
+    return best;
+}
+
+/* Is memcpy much slower with the destination 8 bytes past the source (mod 4 KiB) than
+ * 64 bytes past it?  Measured rather than inferred from the processor and the glibc
+ * version, since it depends on both (on the processor's `rep movsb`, and on whether glibc
+ * uses it for such sizes); the difference, when there is one, is tenfold. */
+static int memcpy_slow_at_short_distance(void)
+{
+    char *area = malloc(2 * PROBE_BYTES + 8192);
+    char *src, *dst;
+    double near, far;
+
+    if (area == NULL)
+        return 0;
+    src = (char *) (((uintptr_t) area + 4095) & ~(uintptr_t) 4095);
+    dst = src + PROBE_BYTES + 4096;     /* at the same page offset as src */
+    memset(src, 1, PROBE_BYTES);
+    memset(dst, 0, PROBE_BYTES + 64);
+    far = best_copy_time(dst + 64, src);
+    near = best_copy_time(dst + 8, src);
+    free(area);
+    return near > 3 * far;
+}
+
+/* glibc uses `rep movsb` above x86_rep_movsb_threshold (2112 bytes by default where the
+ * processor has FSRM, more otherwise) and, on AMD, below the L2 size. */
 void smheap_copy_init(void)
 {
 #if defined(__x86_64__)
-    if (is_amd()) {
+    if (memcpy_slow_at_short_distance()) {
         long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 
         smheap_copy_detour_min = 2048;
