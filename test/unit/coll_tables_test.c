@@ -17,14 +17,7 @@ typedef struct MPIDI_Coll_fns {
 
 #include "smheap_coll_tables.h"
 
-static int failures;
-
-#define CHECK(cond) do {                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                    \
-        }                                                                  \
-    } while (0)
+#include "unit_check.h"
 
 static int default_barrier(void) { return 1; }
 static int smheap_barrier(void) { return 2; }
