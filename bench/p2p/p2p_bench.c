@@ -62,8 +62,8 @@ static long min_size = -1, max_size = -1;
 static void usage(void)
 {
     if (rank == 0)
-        fprintf(stderr, "usage: p2p_bench [-t lat|bw|bibw] [-b heap|stack|heap+8] [-s MIN] [-S MAX]"
-                " [-i ITERS] [-q]\n");
+        fprintf(stderr, "usage: p2p_bench [-t lat|bw|bibw] [-b heap|stack|heap+8] [-s MIN]"
+                " [-S MAX] [-i ITERS] [-q]\n");
 }
 
 static int is_pow2(long n)
@@ -275,7 +275,7 @@ static void run(char *s, char *r)
 
 /* Is NAME one of ch3:smheap's path counters: a message counter (smheap_..._msgs), or
  * smheap_copy_detours (bulk copies that avoided glibc's memcpy, see smheap_copy.h)? */
-static int smheap_msgs_counter(const char *name)
+static int smheap_path_counter(const char *name)
 {
     size_t n = strlen(name);
 
@@ -301,7 +301,7 @@ static int smheap_counters(char names[][256], unsigned long long *v)
 
         if (MPI_T_pvar_get_info(i, names[found], &nlen, &verb, &cls, &dt, &en, desc, &dlen,
                                 &bind, &ro, &cont, &atomic) != MPI_SUCCESS ||
-            !smheap_msgs_counter(names[found]) || dt != MPI_UNSIGNED_LONG_LONG || !cont)
+            !smheap_path_counter(names[found]) || dt != MPI_UNSIGNED_LONG_LONG || !cont)
             continue;
         MPI_T_pvar_session_create(&ses);
         MPI_T_pvar_handle_alloc(ses, i, NULL, &h, &count);
