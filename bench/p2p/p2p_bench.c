@@ -29,9 +29,10 @@
  *
  * After the run, the ranks that received check the last message's bytes (exit status 1 if
  * wrong).  Output, one line per size:  test=bw buf=heap size=65536 value=1234.5
- * and, at the end, ch3:smheap's MPI_T message counters (every continuous pvar named
- * smheap_..._msgs: smheap_single_copy_msgs, smheap_rndv_copy_msgs, ..., which tell the path
- * the messages took), summed over both ranks:  pvar smheap_single_copy_msgs=123
+ * and, at the end, ch3:smheap's MPI_T path counters (every continuous pvar named
+ * smheap_..._msgs: smheap_single_copy_msgs, smheap_staged_msgs, ..., which tell the path
+ * the messages took, and smheap_copy_detours), summed over both ranks:
+ *   pvar smheap_single_copy_msgs=123
  * (nothing with an MPI that has no such counters).
  *
  *   p2p_bench [-t lat|bw|bibw] [-b heap|stack|heap+8] [-s MIN] [-S MAX] [-i ITERS] [-q]
@@ -284,7 +285,7 @@ static int smheap_path_counter(const char *name)
          strcmp(name, "smheap_copy_detours") == 0);
 }
 
-/* This rank's smheap_..._msgs counters (continuous, unsigned long long), in index order:
+/* This rank's path counters (continuous, unsigned long long), in index order:
  * their names into NAMES, values into V; returns how many (at most MAX_COUNTERS). */
 static int smheap_counters(char names[][256], unsigned long long *v)
 {
