@@ -511,11 +511,11 @@ int MPIDI_CH3I_Progress_wait_for(int (*ready) (void *), void *arg)
 }
 
 #ifdef MPICH_IS_THREADED
-/* A request completed in this process: a thread of ours may be asleep on the doorbell
- * waiting for exactly that. */
+/* A request completed in a threaded process (MPIDI_CH3I_PROGRESS_WAKEUP tests that): a
+ * thread of ours may be asleep on the doorbell waiting for exactly that. */
 void MPIDI_CH3I_Progress_wakeup(void)
 {
-    if (MPIR_ThreadInfo.isThreaded && smheap_queue.bells)
+    if (smheap_queue.bells)
         MPIDI_CH3I_Smheap_wake(smheap_queue.my_rank);
 }
 #endif
