@@ -93,6 +93,25 @@ static int read_int(const char *var, int *out)
     return 1;
 }
 
+/* A size setting, or auto (which leaves *size alone).  0 with *size set, or -1 with the
+ * error in cfg. */
+static int read_size(const char *name, const char *example, int zero_ok, size_t * size,
+                     struct smheap_config *cfg)
+{
+    const char *spelling, *v = lookup(name, &spelling);
+    size_t n;
+
+    if (v == NULL || strcmp(v, "auto") == 0)
+        return 0;
+    if (smheap_parse_size(v, &n) != 0 || (n == 0 && !zero_ok)) {
+        snprintf(cfg->error, sizeof(cfg->error), "%s=%s is not a size; use bytes with an "
+                 "optional K, M or G suffix (for example %s), or auto", spelling, v, example);
+        return -1;
+    }
+    *size = n;
+    return 0;
+}
+
 int smheap_config_read(struct smheap_config *cfg)
 {
     const char *spelling, *v;
@@ -108,14 +127,11 @@ int smheap_config_read(struct smheap_config *cfg)
                  "%s=%s is not a boolean; use 1 or 0 (yes/no, true/false, on/off)", spelling, v);
         return -1;
     }
-    v = lookup("CH3_SMHEAP_SIZE", &spelling);
-    if (v != NULL && strcmp(v, "auto") != 0 &&
-        (smheap_parse_size(v, &cfg->slice_size) != 0 || cfg->slice_size == 0)) {
-        snprintf(cfg->error, sizeof(cfg->error),
-                 "%s=%s is not a size; use bytes with an optional K, M or G suffix "
-                 "(for example 512M or 4G), or auto", spelling, v);
+    if (read_size("CH3_SMHEAP_SIZE", "512M or 4G", 0, &cfg->slice_size, cfg) != 0)
         return -1;
-    }
+    cfg->retain = SMHEAP_RETAIN_AUTO;
+    if (read_size("CH3_SMHEAP_RETAIN", "256M, or 0 to keep nothing", 1, &cfg->retain, cfg) != 0)
+        return -1;
 
     /* Hydra tells each rank where it stands on its node before exec. */
     have_rank = read_int("MPI_LOCALRANKID", &cfg->local_rank);

@@ -15,6 +15,8 @@
 struct smheap_config {
     int enable;                 /* CH3_SMHEAP_ENABLE: serve malloc from the shared heap */
     size_t slice_size;          /* CH3_SMHEAP_SIZE: this rank's slice; 0 = automatic */
+    size_t retain;              /* CH3_SMHEAP_RETAIN: freed bytes kept committed, or: */
+#define SMHEAP_RETAIN_AUTO ((size_t) -1)        /* chosen from the slice's size */
     int local_rank;             /* this process among the ranks of its node */
     int local_size;             /* ranks of this job on this node */
     int singleton;              /* not started by a launcher */

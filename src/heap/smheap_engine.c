@@ -10,6 +10,12 @@
  * before jemalloc touches them (a full tmpfs becomes a NULL here, never a SIGBUS) and
  * decommitted with MADV_REMOVE, which gives them back to tmpfs.  Each thread gets an
  * explicit tcache: the implicit one would mix in blocks from jemalloc's default arenas.
+ *
+ * A trip through tmpfs (fallocate zero-fills the pages, the first touch maps them, MADV_REMOVE
+ * drops them) costs about twice what glibc pays for fresh anonymous pages, so freed blocks of
+ * every size stay committed for reuse: up to a bound per rank beyond what is in use, after
+ * which everything freed goes back to tmpfs at once, and, within jemalloc's decay time,
+ * whatever a rank no longer reuses.
  */
 
 #define _GNU_SOURCE
@@ -28,9 +34,17 @@
  * jemalloc's default on a mix with large blocks), but fewer small blocks per size class
  * (bench/heap: peak RSS 1.08x glibc's instead of 1.11x, same throughput); decommit
  * freed pages once they decay instead of keeping them "muzzy" (MADV_FREE does nothing on
- * shared memory); and no automatic arenas beyond the one jemalloc needs itself. */
-const char *smheap_je_malloc_conf = "tcache_max:1048576,tcache_nslots_small_max:32,"
-    "lg_tcache_nslots_mul:-1,muzzy_decay_ms:0,narenas:1";
+ * shared memory); no automatic arenas beyond the one jemalloc needs itself.  Two more
+ * keep big blocks out of tmpfs round trips: no "oversize" arena, whose blocks (8 MiB and
+ * up) are decommitted the moment they are freed; and no retained ranges, so that a block
+ * that grows past its range asks the hooks for the addresses after it (extent_alloc),
+ * which the bump pointer grants when the block is the last one carved out of the slice:
+ * realloc grows in place instead of moving at every size class. */
+#define STRINGIFY(x) #x
+#define VALUE_OF(x) STRINGIFY(x)
+const char *smheap_je_malloc_conf = "tcache_max:" VALUE_OF(SMHEAP_ENGINE_CACHED_MAX) ","
+    "tcache_nslots_small_max:32,"
+    "lg_tcache_nslots_mul:-1,muzzy_decay_ms:0,narenas:1,oversize_threshold:0,retain:false,lg_extent_max_active_fit:63";
 
 /* experimental.arenas_create_ext's argument; jemalloc 5.3.0 keeps this struct in an
  * internal header (include/jemalloc/internal/arena_types.h), so it is repeated here. */
@@ -150,12 +164,86 @@ static extent_hooks_t slice_hooks = {
     .merge = extent_merge,
 };
 
-int smheap_engine_start(const struct smheap_region *r, char *why, size_t why_len)
+/*
+ * Freed memory kept for reuse.  "Idle" is what the slice has committed beyond the bytes in
+ * use.  Above the bound, every arena gives its freed pages back (arena.<i>.purge).  When a
+ * block needed fresh pages although freed memory was kept, what was kept did not fit it
+ * (a program whose arrays grow from step to step): then a sixteenth of the bound is kept,
+ * as glibc unmaps a big block when it is freed.  What a purge cannot give back (blocks in
+ * thread caches, partly used slabs) is remembered, so that it does not make every later
+ * check purge again.
+ */
+static size_t retain_bound;
+static _Atomic size_t unpurgeable;
+static atomic_flag purging = ATOMIC_FLAG_INIT;
+static size_t purge_mib[3], decay_mib[3];
+
+static size_t idle_bytes(uint64_t in_use)
+{
+    size_t committed = smheap_region_committed(region);
+
+    return committed > in_use ? committed - (size_t) in_use : 0;
+}
+
+static void for_each_arena(size_t * mib)
+{
+    unsigned i;
+
+    for (i = 0; i < narenas; i++) {
+        mib[1] = arenas[i];
+        smheap_je_mallctlbymib(mib, 3, NULL, NULL, NULL, 0);
+    }
+}
+
+int smheap_engine_bound_idle(uint64_t in_use, int after_fresh_pages)
+{
+    size_t idle = idle_bytes(in_use);
+    size_t floor = atomic_load_explicit(&unpurgeable, memory_order_relaxed);
+    size_t bound = after_fresh_pages ? retain_bound / 16 : retain_bound;
+
+    if (idle < floor)           /* the caches drained since the last purge */
+        atomic_store_explicit(&unpurgeable, floor = idle, memory_order_relaxed);
+    if (idle <= bound + floor || atomic_flag_test_and_set(&purging))
+        return 0;
+    for_each_arena(purge_mib);
+    atomic_store_explicit(&unpurgeable, idle_bytes(in_use), memory_order_relaxed);
+    atomic_flag_clear(&purging);
+    return 1;
+}
+
+void smheap_engine_decay(void)
+{
+    for_each_arena(decay_mib);
+}
+
+size_t smheap_engine_committed(void)
+{
+    return region ? smheap_region_committed(region) : 0;
+}
+
+/* An eighth of the slice (which is /dev/shm shared out between the node's ranks), between
+ * 64 MiB and 1 GiB: enough to reuse the big temporary arrays of a time step. */
+static size_t auto_retain(size_t slice_size)
+{
+    const size_t lo = (size_t) 64 << 20, hi = (size_t) 1 << 30;
+
+    return slice_size / 8 < lo ? lo : slice_size / 8 > hi ? hi : slice_size / 8;
+}
+
+int smheap_engine_start(const struct smheap_region *r, size_t retain, char *why,
+                        size_t why_len)
 {
     struct arena_config config = { &slice_hooks, false };
+    size_t miblen = 3;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned want = cpus < 4 ? 1 : cpus / 2 > MAX_ARENAS ? MAX_ARENAS : (unsigned) cpus / 2;
 
+    if (smheap_je_mallctlnametomib("arena.0.purge", purge_mib, &miblen) != 0 ||
+        (miblen = 3, smheap_je_mallctlnametomib("arena.0.decay", decay_mib, &miblen)) != 0) {
+        snprintf(why, why_len, "jemalloc has no arena.<i>.purge or arena.<i>.decay");
+        return -1;
+    }
+    retain_bound = retain != SMHEAP_RETAIN_AUTO ? retain : auto_retain(r->slice_size);
     region = r;
     bump = r->slice;
     slice_end = r->slice + r->slice_size;

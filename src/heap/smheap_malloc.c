@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PUBLIC __attribute__((visibility("default")))
@@ -41,6 +42,10 @@ extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_realloc(void *p, size_t size);
 extern void *__libc_memalign(size_t alignment, size_t size);
 extern void __libc_free(void *p);
+
+/* jemalloc's decay moves on in 200 steps of its decay time (10 s): calling it more often
+ * than a step does nothing. */
+#define SMHEAP_DECAY_STEP_MS 50
 
 enum heap_state {
     HEAP_UNSTARTED,
@@ -99,7 +104,7 @@ static void start_heap(void)
         return;
     }
     if (smheap_region_attach(&config, &region, why, sizeof(why)) != 0 ||
-        smheap_engine_start(&region, why, sizeof(why)) != 0) {
+        smheap_engine_start(&region, config.retain, why, sizeof(why)) != 0) {
         turn_off(why);
         return;
     }
@@ -130,10 +135,22 @@ static inline int in_region(const void *p)
     return (uintptr_t) p - region_base < region_size;
 }
 
+/* Keep the memory the slice holds committed beyond its live blocks within the bound:
+ * called when a block too big for the thread caches was freed, or needed fresh pages. */
+static void bound_idle_memory(int after_fresh_pages)
+{
+    uint64_t in_use = smheap_counter_total(SMHEAP_BYTES_ALLOCATED) -
+        smheap_counter_total(SMHEAP_BYTES_FREED);
+
+    if (smheap_engine_bound_idle(in_use, after_fresh_pages))
+        smheap_count(SMHEAP_PURGES, 1);
+}
+
 /* From the slice, or NULL (counted) so that the caller falls back to glibc. */
 static void *heap_alloc(size_t size, size_t alignment, int zero)
 {
     int annotate = RUNNING_ON_VALGRIND;
+    size_t committed = size > SMHEAP_ENGINE_CACHED_MAX ? smheap_engine_committed() : 0;
     size_t usable;
     void *p;
 
@@ -151,14 +168,20 @@ static void *heap_alloc(size_t size, size_t alignment, int zero)
         if (zero)
             memset(p, 0, size);
     }
+    if (committed && smheap_engine_committed() > committed)
+        bound_idle_memory(1);
     return p;
 }
 
 static void heap_free(void *p)
 {
+    size_t usable = smheap_engine_free(p);
+
     smheap_count(SMHEAP_SHARED_FREES, 1);
-    smheap_count(SMHEAP_BYTES_FREED, smheap_engine_free(p));
+    smheap_count(SMHEAP_BYTES_FREED, usable);
     VALGRIND_FREELIKE_BLOCK(p, 0);
+    if (usable > SMHEAP_ENGINE_CACHED_MAX)
+        bound_idle_memory(0);
 }
 
 PUBLIC void *malloc(size_t size)
@@ -239,6 +262,8 @@ PUBLIC void *realloc(void *p, size_t size)
         if (q != NULL) {
             smheap_count(SMHEAP_BYTES_FREED, old);
             smheap_count(SMHEAP_BYTES_ALLOCATED, smheap_engine_usable_size(q));
+            if (q != p && old > SMHEAP_ENGINE_CACHED_MAX)
+                bound_idle_memory(0);
             return q;
         }
     }
@@ -337,6 +362,27 @@ int smheap_in_region(const void *p)
 const char *smheap_off_reason(void)
 {
     return atomic_load(&state) == HEAP_OFF ? off_reason : "";
+}
+
+void smheap_release_idle(void)
+{
+    static _Atomic long last_ms;
+    struct timespec now;
+    long ms;
+
+    if (atomic_load_explicit(&state, memory_order_relaxed) != HEAP_ON)
+        return;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+    ms = (long) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    if (ms - atomic_load_explicit(&last_ms, memory_order_relaxed) < SMHEAP_DECAY_STEP_MS)
+        return;
+    atomic_store_explicit(&last_ms, ms, memory_order_relaxed);
+    smheap_engine_decay();
+}
+
+size_t smheap_committed(void)
+{
+    return smheap_engine_committed();
 }
 
 const char *smheap_config_error(void)

@@ -46,7 +46,6 @@
 #define BASE_STEP ((uintptr_t) 1 << 40)
 #define BASE_CANDIDATES 32
 #define JOIN_TIMEOUT_S 60
-#define COMMIT_CHUNK ((size_t) 4 << 20)       /* tmpfs pages are reserved this many at once */
 
 /* The first page of the region. */
 struct region_header {
@@ -409,12 +408,8 @@ int smheap_region_attach(const struct smheap_config *cfg, struct smheap_region *
         return -1;
     }
     r->slice = r->base + SMHEAP_REGION_HEADER_SIZE + (uintptr_t) cfg->local_rank * r->slice_size;
-    r->backed = mmap(NULL, (r->slice_size / COMMIT_CHUNK / 64 + 1) * sizeof(uint64_t),
-                     PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (r->backed == MAP_FAILED) {
-        snprintf(why, why_len, "cannot map the heap's bookkeeping (%s)", strerror(errno));
+    if (smheap_region_backing_init(r, why, why_len) != 0)
         return -1;
-    }
     if (RUNNING_ON_VALGRIND) {  /* see smheap_valgrind.h */
         VALGRIND_MAKE_MEM_NOACCESS((void *) r->base, r->size);
         VALGRIND_DISABLE_ADDR_ERROR_REPORTING_IN_RANGE((void *) r->base, r->slice - r->base);
@@ -424,61 +419,6 @@ int smheap_region_attach(const struct smheap_config *cfg, struct smheap_region *
         valgrind_region = r;
     }
     return 0;
-}
-
-/*
- * Committing is fallocate: the pages exist in tmpfs before anyone touches them, so a full
- * /dev/shm is a failed commit and never a SIGBUS.  jemalloc commits every extent it carves
- * out, often a few pages at a time, and fallocate takes the file's inode lock, which every
- * rank of the node shares: so the slice is backed in chunks, and a bitmap remembers which
- * chunks are fully backed.  Decommitting (MADV_REMOVE) clears the bits of the chunks it
- * touches.  One lock keeps the bitmap and the file in step.
- */
-static pthread_mutex_t backing_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int backed(const struct smheap_region *r, size_t chunk)
-{
-    return (r->backed[chunk / 64] >> (chunk % 64)) & 1;
-}
-
-int smheap_region_commit(const struct smheap_region *r, void *addr, size_t len)
-{
-    size_t first = ((uintptr_t) addr - r->slice) / COMMIT_CHUNK;
-    size_t last = ((uintptr_t) addr + len - 1 - r->slice) / COMMIT_CHUNK;
-    size_t c;
-    int rc = 0;
-
-    pthread_mutex_lock(&backing_lock);
-    for (c = first; c <= last && rc == 0; c++) {
-        off_t offset = (off_t) (r->slice - r->base + c * COMMIT_CHUNK);
-        size_t n = COMMIT_CHUNK < r->slice_size - c * COMMIT_CHUNK ?
-            COMMIT_CHUNK : r->slice_size - c * COMMIT_CHUNK;
-
-        if (backed(r, c))
-            continue;
-        while ((rc = fallocate(r->fd, 0, offset, (off_t) n)) != 0 && errno == EINTR)
-            ;
-        if (rc == 0)
-            r->backed[c / 64] |= UINT64_C(1) << (c % 64);
-    }
-    pthread_mutex_unlock(&backing_lock);
-    if (rc == 0)
-        VALGRIND_MAKE_MEM_DEFINED(addr, len);   /* fresh pages read as zeros */
-    return rc == 0 ? 0 : -1;
-}
-
-void smheap_region_decommit(const struct smheap_region *r, void *addr, size_t len)
-{
-    size_t first = ((uintptr_t) addr - r->slice) / COMMIT_CHUNK;
-    size_t last = ((uintptr_t) addr + len - 1 - r->slice) / COMMIT_CHUNK;
-    size_t c;
-
-    pthread_mutex_lock(&backing_lock);
-    madvise(addr, len, MADV_REMOVE);
-    for (c = first; c <= last; c++)
-        r->backed[c / 64] &= ~(UINT64_C(1) << (c % 64));
-    pthread_mutex_unlock(&backing_lock);
-    VALGRIND_MAKE_MEM_NOACCESS(addr, len);
 }
 
 void smheap_region_unlink(const struct smheap_region *r)

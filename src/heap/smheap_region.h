@@ -21,7 +21,7 @@ struct smheap_region {
     size_t slice_size;
     uintptr_t slice;            /* this rank's slice */
     int created;                /* this rank created the file */
-    uint64_t *backed;           /* one bit per chunk of the slice known fully backed */
+    struct smheap_backing *backing;     /* which pages of the slice tmpfs backs */
 };
 
 /* Create or join this job's region and map it.  Returns 0, or -1 with a message in why
@@ -29,12 +29,20 @@ struct smheap_region {
 int smheap_region_attach(const struct smheap_config *cfg, struct smheap_region *region,
                          char *why, size_t why_len);
 
-/* Back [addr, addr+len) of the region with tmpfs pages now, so that touching them later
- * can never raise SIGBUS.  Returns 0, or -1 when tmpfs is full. */
+/* The bookkeeping of the slice's backing (smheap_commit.c), made by attach.  0, or -1
+ * with why set. */
+int smheap_region_backing_init(struct smheap_region *region, char *why, size_t why_len);
+
+/* Back [addr, addr+len) of the slice with tmpfs pages now, so that touching them later
+ * can never raise SIGBUS.  Returns 0, or -1 when tmpfs is full.  A range is committed
+ * once and decommitted once, page-aligned, as jemalloc does. */
 int smheap_region_commit(const struct smheap_region *region, void *addr, size_t len);
 
 /* Give the pages of [addr, addr+len) back to tmpfs; they read as zeros afterwards. */
 void smheap_region_decommit(const struct smheap_region *region, void *addr, size_t len);
+
+/* Bytes of the slice committed and not decommitted since. */
+size_t smheap_region_committed(const struct smheap_region *region);
 
 /* Remove the backing file's name (idempotent; the mappings stay). */
 void smheap_region_unlink(const struct smheap_region *region);

@@ -14,6 +14,7 @@ enum smheap_counter {
     SMHEAP_BYTES_FREED,         /* usable bytes given back to the slice */
     SMHEAP_GLIBC_FULL,          /* served by glibc because the slice or tmpfs was full */
     SMHEAP_GLIBC_OFF,           /* served by glibc because the heap was off for the call */
+    SMHEAP_PURGES,              /* freed memory given back to tmpfs: above the retain bound */
     SMHEAP_NUM_COUNTERS
 };
 

@@ -52,6 +52,7 @@ noinst_HEADERS +=                                          \
     src/heap/smheap_valgrind.h
 
 mpi_core_sources +=                                        \
+    src/heap/smheap_commit.c                               \
     src/heap/smheap_config.c                               \
     src/heap/smheap_engine.c                               \
     src/heap/smheap_malloc.c                               \

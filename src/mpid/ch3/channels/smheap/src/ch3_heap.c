@@ -39,6 +39,22 @@ cvars:
         not fit come from glibc (MPI_T: smheap_glibc_full).  Read from the environment
         before main.
 
+    - name        : MPIR_CVAR_CH3_SMHEAP_RETAIN
+      category    : CH3
+      type        : string
+      default     : auto
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        ch3:smheap: the most freed memory of the shared heap a rank keeps in /dev/shm, beyond
+        what its live blocks use, so that blocks freed and allocated again are reused without
+        a trip through tmpfs; above it, the rank gives its freed memory back at once (MPI_T:
+        smheap_heap_purges).  Bytes with an optional K, M or G suffix; 0 keeps nothing;
+        auto is an eighth of the rank's slice, between 64M and 1G.  Whatever stays freed
+        for 10 s is given back too, also while the rank waits in MPI.  Read from the
+        environment before main.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -71,7 +87,9 @@ static void get_heap_counter(void *addr, void *obj_handle, int count, void *buf)
 
     (void) obj_handle;
     (void) count;
-    if (c == SMHEAP_BYTES_ALLOCATED)    /* "bytes in use": allocated minus freed */
+    if (c == SMHEAP_NUM_COUNTERS)       /* not a counter: what the slice has committed */
+        *(unsigned long long *) buf = smheap_committed();
+    else if (c == SMHEAP_BYTES_ALLOCATED)       /* "bytes in use": allocated minus freed */
         *(unsigned long long *) buf = smheap_counter_total(SMHEAP_BYTES_ALLOCATED) -
             smheap_counter_total(SMHEAP_BYTES_FREED);
     else
@@ -95,6 +113,13 @@ static void register_pvars(void)
         get_heap_counter, NULL, "CH3",
         "bytes of this rank's slice of the shared heap in use by live allocations"));
     PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
+        MPI_UNSIGNED_LONG_LONG, smheap_heap_bytes_committed,
+        (void *) (intptr_t) SMHEAP_NUM_COUNTERS, 1, MPI_T_VERBOSITY_USER_BASIC,
+        MPI_T_BIND_NO_OBJECT, MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
+        get_heap_counter, NULL, "CH3",
+        "bytes of this rank's slice of the shared heap held in /dev/shm: live allocations "
+        "and freed memory kept for reuse (MPIR_CVAR_CH3_SMHEAP_RETAIN)"));
+    PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
         MPI_UNSIGNED_LONG_LONG, smheap_heap_shared, (void *) NULL, 1,
         MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
         MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, get_heap_shared, NULL,
@@ -115,6 +140,15 @@ static void register_pvars(void)
                                          "CH3",
                                          "allocations served by glibc because the shared "
                                          "heap was off");
+    MPIR_T_PVAR_COUNTER_REGISTER_DYNAMIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_heap_purges,
+                                         (void *) (intptr_t) SMHEAP_PURGES, 1,
+                                         MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                         MPIR_T_PVAR_FLAG_READONLY |
+                                         MPIR_T_PVAR_FLAG_CONTINUOUS, get_heap_counter, NULL,
+                                         "CH3",
+                                         "times this rank gave its freed memory back to "
+                                         "/dev/shm because it kept more than "
+                                         "MPIR_CVAR_CH3_SMHEAP_RETAIN");
 }
 
 /* Every local rank says whether its heap is live and which region it is in; the heap is
