@@ -104,20 +104,26 @@ command -v ccache >/dev/null && cc="ccache gcc"
 
 # jemalloc for the shared heap, from Debian's source package (with Debian's patches):
 # public API renamed to smheap_je_* and hidden, so it never competes with any other malloc;
-# global-dynamic TLS, because initial-exec TLS makes dlopen() of libmpi fail; a static PIC
-# archive linked into libmpi and into the heap's unit tests.
+# global-dynamic TLS, because initial-exec TLS makes dlopen() of libmpi fail, with the
+# patches in maint/patches/jemalloc (each says why); a static PIC archive linked into
+# libmpi and into the heap's unit tests.
 jemalloc="$BUILD_DIR/jemalloc"
 jemalloc_flags=(--with-jemalloc-prefix=smheap_je_ --with-private-namespace=smheap_je_int_
                 --without-export --disable-initial-exec-tls --disable-cxx --disable-stats
                 --disable-prof --disable-fill --disable-utrace --disable-libdl --disable-doc
                 --disable-shared --with-lg-page=12 --with-lg-hugepage=21
                 --with-version="${JEMALLOC_VERSION}-0-g0000000000000000000000000000000000000000")
-jemalloc_stamp="$(echo "$JEMALLOC_DEB_VERSION ${jemalloc_flags[*]}" | sha256sum | cut -d' ' -f1)"
+jemalloc_stamp="$( (echo "$JEMALLOC_DEB_VERSION ${jemalloc_flags[*]}";
+                    cat "$top"/maint/patches/jemalloc/*.patch) | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$jemalloc/.smheap-stamp" 2>/dev/null)" != "$jemalloc_stamp" ]; then
     echo "== jemalloc $JEMALLOC_DEB_VERSION for the shared heap"
     rm -rf "$jemalloc" "$BUILD_DIR/jemalloc-src"
     dpkg-source --no-check -x "$DL_DIR/jemalloc_${JEMALLOC_DEB_VERSION}.dsc" \
         "$BUILD_DIR/jemalloc-src" > /dev/null
+    for p in "$top"/maint/patches/jemalloc/*.patch; do
+        echo "   patch: $(basename "$p")"
+        patch -s -d "$BUILD_DIR/jemalloc-src" -p1 < "$p"
+    done
     mkdir -p "$jemalloc"
     (cd "$jemalloc" && CC="$cc" "$BUILD_DIR/jemalloc-src/configure" "${jemalloc_flags[@]}" \
         > configure.log 2>&1 && make -j"$(nproc)" build_lib_static > make.log 2>&1) ||

@@ -30,13 +30,17 @@ const char *smheap_config_error(void);
  * and free them, and check the shared heap served and saw each.  0, or -1 with why set. */
 int smheap_selftest(char *why, size_t why_len);
 
-/* Give back to /dev/shm the freed memory that has not been reused for jemalloc's decay
- * time (10 s).  For a rank with nothing to do; cheap to call often. */
-void smheap_release_idle(void);
+/* Start the thread that gives back to /dev/shm the freed memory not reused for 10 s
+ * (jemalloc's background thread).  MPI_Init does; a no-op while the heap is off. */
+void smheap_start_background_purge(void);
 
 /* Bytes of this rank's slice committed in /dev/shm: blocks in use and freed memory kept
- * for reuse (at most MPIR_CVAR_CH3_SMHEAP_RETAIN more than in use). */
+ * for reuse (freed big blocks: at most MPIR_CVAR_CH3_SMHEAP_RETAIN more than in use). */
 size_t smheap_committed(void);
+
+/* Bytes of the pages of this rank's slice that hold live blocks (and blocks the thread
+ * caches keep for reuse). */
+size_t smheap_in_use(void);
 
 /* Serve every later allocation from glibc; blocks already in the heap are still freed
  * into it. */

@@ -3,25 +3,30 @@
  * from this rank's slice of the region.
  *
  * jemalloc (Debian's source package, built by maint/setup.sh with the prefix smheap_je_,
- * hidden symbols and global-dynamic TLS so that a dlopen()ed libmpi still loads) gets a
- * few arenas whose extent hooks hand out the slice with a bump pointer.  Their metadata stays in
- * private memory (metadata_use_hooks = false), so a forked child that runs jemalloc's
+ * hidden symbols and global-dynamic TLS so that a dlopen()ed libmpi still loads) gets
+ * arenas whose extent hooks hand out the slice with bump pointers.  Their metadata stays
+ * in private memory (metadata_use_hooks = false), so a forked child that runs jemalloc's
  * fork handlers cannot rewrite the parent's arena.  Pages are committed with fallocate
  * before jemalloc touches them (a full tmpfs becomes a NULL here, never a SIGBUS) and
- * decommitted with MADV_REMOVE, which gives them back to tmpfs.  Each thread gets an
- * explicit tcache: the implicit one would mix in blocks from jemalloc's default arenas.
+ * decommitted with MADV_REMOVE, which gives them back to tmpfs.
  *
- * A trip through tmpfs (fallocate zero-fills the pages, the first touch maps them, MADV_REMOVE
- * drops them) costs about twice what glibc pays for fresh anonymous pages, so freed blocks of
- * every size stay committed for reuse: up to a bound per rank beyond what is in use, after
- * which everything freed goes back to tmpfs at once, and, within jemalloc's decay time,
- * whatever a rank no longer reuses.
+ * The slice has two parts.  The first quarter serves blocks up to SMHEAP_ENGINE_CACHED_MAX
+ * from a few "small" arenas, through jemalloc's own fast paths and thread caches: every
+ * thread is bound to one of them.  The rest serves bigger blocks from one "large" arena,
+ * where no slab sits between two big blocks: a freed block merges with its free
+ * neighbours, and a block that grows finds free addresses after it.  Either part lends
+ * to the other when it is full.
+ *
+ * A trip through tmpfs (fallocate zero-fills the pages, the first touch maps them,
+ * MADV_REMOVE drops them) costs about twice what glibc pays for fresh anonymous pages, so
+ * freed big blocks stay committed for reuse, up to a bound per rank (smheap_engine_start);
+ * jemalloc's background thread gives back whatever has not been reused for 10 s.
  */
 
 #define _GNU_SOURCE
 #include "smheap_engine.h"
+#include "smheap_stats.h"
 
-#include <jemalloc/jemalloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -30,21 +35,24 @@
 #include <unistd.h>
 
 /* jemalloc's options for this embedded copy (a user's MALLOC_CONF is for their own
- * jemalloc, not this one): cache blocks up to 1 MiB per thread (4x the throughput of
- * jemalloc's default on a mix with large blocks), but fewer small blocks per size class
- * (bench/heap: peak RSS 1.08x glibc's instead of 1.11x, same throughput); decommit
- * freed pages once they decay instead of keeping them "muzzy" (MADV_FREE does nothing on
- * shared memory); no automatic arenas beyond the one jemalloc needs itself.  Two more
- * keep big blocks out of tmpfs round trips: no "oversize" arena, whose blocks (8 MiB and
- * up) are decommitted the moment they are freed; and no retained ranges, so that a block
- * that grows past its range asks the hooks for the addresses after it (extent_alloc),
- * which the bump pointer grants when the block is the last one carved out of the slice:
- * realloc grows in place instead of moving at every size class. */
+ * jemalloc, not this one):
+ * - cache blocks up to 1 MiB per thread (4x the throughput of jemalloc's default on a mix
+ *   with large blocks), but fewer small blocks per size class (peak RSS 1.08x glibc's
+ *   instead of 1.11x, same throughput);
+ * - decommit freed pages once they decay instead of keeping them "muzzy" (MADV_FREE does
+ *   nothing on shared memory);
+ * - no automatic arenas beyond the one jemalloc needs itself, and no "oversize" arena,
+ *   whose blocks (8 MiB and up) are decommitted the moment they are freed;
+ * - no retained ranges, so that a block that grows past its extent asks the hooks for
+ *   the addresses after it, which the bump pointer grants to the last block of its part;
+ * - any freed extent may be split for a smaller request (jemalloc caps it at 64x by
+ *   default, which leaves big freed blocks unused while fresh pages are committed);
+ * - one background thread for the decay, started by smheap_engine_start_background. */
 #define STRINGIFY(x) #x
 #define VALUE_OF(x) STRINGIFY(x)
 const char *smheap_je_malloc_conf = "tcache_max:" VALUE_OF(SMHEAP_ENGINE_CACHED_MAX) ","
-    "tcache_nslots_small_max:32,"
-    "lg_tcache_nslots_mul:-1,muzzy_decay_ms:0,narenas:1,oversize_threshold:0,retain:false,lg_extent_max_active_fit:63";
+    "tcache_nslots_small_max:32,lg_tcache_nslots_mul:-1,muzzy_decay_ms:0,narenas:1,"
+    "oversize_threshold:0,retain:false,lg_extent_max_active_fit:63,max_background_threads:1";
 
 /* experimental.arenas_create_ext's argument; jemalloc 5.3.0 keeps this struct in an
  * internal header (include/jemalloc/internal/arena_types.h), so it is repeated here. */
@@ -53,18 +61,28 @@ struct arena_config {
     bool metadata_use_hooks;
 };
 
-/* Threads spread over a few arenas (one per two CPUs: each arena costs some memory in
- * partly used slabs), so they do not all queue on one arena's locks; all of them take
- * extents from the same slice. */
-#define MAX_ARENAS 8
+/* Threads spread over a few small arenas (one per two CPUs: each arena costs some memory
+ * in partly used slabs), so they do not all queue on one arena's locks. */
+#define MAX_SMALL_ARENAS 8
+#define SMALL_PART_DIVISOR 4
+#define PART_ALIGN ((uintptr_t) 4 << 20)
+
+/* A part of the slice and the bump pointer that hands it out. */
+struct part {
+    pthread_mutex_t lock;
+    uintptr_t bump, end;
+};
 
 static const struct smheap_region *region;
-static unsigned arenas[MAX_ARENAS];
-static unsigned narenas;
+static struct part small_part = { PTHREAD_MUTEX_INITIALIZER, 0, 0 };
+static struct part large_part = { PTHREAD_MUTEX_INITIALIZER, 0, 0 };
+static unsigned small_arenas[MAX_SMALL_ARENAS], nsmall;
+static unsigned large_arena;
 static atomic_uint next_arena;
-static pthread_mutex_t bump_lock = PTHREAD_MUTEX_INITIALIZER;
-static uintptr_t bump, slice_end;
 static int tmpfs_full;
+
+/* Bytes the large arena has committed, and bytes of its blocks in use. */
+static _Atomic size_t large_committed, large_in_use;
 
 static void report_tmpfs_full(void)
 {
@@ -75,31 +93,50 @@ static void report_tmpfs_full(void)
         (void) !write(STDERR_FILENO, msg, sizeof(msg) - 1);
 }
 
-/* A fresh range of the slice.  jemalloc asks for new_addr only to grow an extent in
- * place, which the bump pointer allows at its end. */
-static void *extent_alloc(extent_hooks_t * hooks, void *new_addr, size_t size,
-                          size_t alignment, bool *zero, bool *commit, unsigned arena_ind)
+static struct part *part_of(unsigned arena_ind)
 {
+    return arena_ind == large_arena ? &large_part : &small_part;
+}
+
+static int commit(unsigned arena_ind, void *addr, size_t len)
+{
+    if (smheap_region_commit(region, addr, len) != 0) {
+        report_tmpfs_full();
+        return -1;
+    }
+    if (arena_ind == large_arena)
+        atomic_fetch_add_explicit(&large_committed, len, memory_order_relaxed);
+    return 0;
+}
+
+static void decommit(unsigned arena_ind, void *addr, size_t len)
+{
+    smheap_region_decommit(region, addr, len);
+    if (arena_ind == large_arena)
+        atomic_fetch_sub_explicit(&large_committed, len, memory_order_relaxed);
+}
+
+/* A fresh range of the arena's part.  jemalloc asks for new_addr only to grow an extent
+ * in place, which the bump pointer allows at its end. */
+static void *extent_alloc(extent_hooks_t * hooks, void *new_addr, size_t size,
+                          size_t alignment, bool *zero, bool *commit_it, unsigned arena_ind)
+{
+    struct part *part = part_of(arena_ind);
     uintptr_t start;
 
     (void) hooks;
-    (void) arena_ind;
-    pthread_mutex_lock(&bump_lock);
-    start = new_addr ? (uintptr_t) new_addr : (bump + alignment - 1) & ~(uintptr_t) (alignment - 1);
-    if ((new_addr && start != bump) || start < bump || size > slice_end - start)
-        goto fail;
-    if (*commit && smheap_region_commit(region, (void *) start, size) != 0) {
-        report_tmpfs_full();
-        goto fail;
+    pthread_mutex_lock(&part->lock);
+    start = new_addr ? (uintptr_t) new_addr :
+        (part->bump + alignment - 1) & ~(uintptr_t) (alignment - 1);
+    if ((new_addr && start != part->bump) || start < part->bump || start > part->end ||
+        size > part->end - start || (*commit_it && commit(arena_ind, (void *) start, size))) {
+        pthread_mutex_unlock(&part->lock);
+        return NULL;
     }
-    bump = start + size;
-    pthread_mutex_unlock(&bump_lock);
+    part->bump = start + size;
+    pthread_mutex_unlock(&part->lock);
     *zero = true;               /* never handed out before: the file reads as zeros */
     return (void *) start;
-
-  fail:
-    pthread_mutex_unlock(&bump_lock);
-    return NULL;
 }
 
 /* Decline: jemalloc keeps the range and reuses it. */
@@ -113,26 +150,23 @@ static bool extent_dalloc(extent_hooks_t * hooks, void *addr, size_t size, bool 
 static void extent_destroy(extent_hooks_t * hooks, void *addr, size_t size, bool committed,
                            unsigned arena_ind)
 {
-    (void) hooks, (void) arena_ind;
+    (void) hooks;
     if (committed)
-        smheap_region_decommit(region, addr, size);
+        decommit(arena_ind, addr, size);
 }
 
 static bool extent_commit(extent_hooks_t * hooks, void *addr, size_t size, size_t offset,
                           size_t length, unsigned arena_ind)
 {
-    (void) hooks, (void) size, (void) arena_ind;
-    if (smheap_region_commit(region, (char *) addr + offset, length) == 0)
-        return false;
-    report_tmpfs_full();
-    return true;
+    (void) hooks, (void) size;
+    return commit(arena_ind, (char *) addr + offset, length) != 0;
 }
 
 static bool extent_decommit(extent_hooks_t * hooks, void *addr, size_t size, size_t offset,
                             size_t length, unsigned arena_ind)
 {
-    (void) hooks, (void) size, (void) arena_ind;
-    smheap_region_decommit(region, (char *) addr + offset, length);
+    (void) hooks, (void) size;
+    decommit(arena_ind, (char *) addr + offset, length);
     return false;
 }
 
@@ -165,60 +199,42 @@ static extent_hooks_t slice_hooks = {
 };
 
 /*
- * Freed memory kept for reuse.  "Idle" is what the slice has committed beyond the bytes in
- * use.  Above the bound, every arena gives its freed pages back (arena.<i>.purge).  When a
- * block needed fresh pages although freed memory was kept, what was kept did not fit it
- * (a program whose arrays grow from step to step): then a sixteenth of the bound is kept,
- * as glibc unmaps a big block when it is freed.  What a purge cannot give back (blocks in
- * thread caches, partly used slabs) is remembered, so that it does not make every later
- * check purge again.
+ * Freed big blocks kept for reuse: what the large arena has committed beyond its blocks
+ * in use.  Above the bound, it gives its freed pages back (arena.<i>.purge).  When a block
+ * needed fresh pages although freed ones were kept, those did not fit it (a program whose
+ * arrays grow from step to step): then only a sixteenth of the bound is kept, much as
+ * glibc unmaps a big block as soon as it is freed.
  */
 static size_t retain_bound;
-static _Atomic size_t unpurgeable;
 static atomic_flag purging = ATOMIC_FLAG_INIT;
-static size_t purge_mib[3], decay_mib[3];
+static size_t purge_mib[3];
 
-static size_t idle_bytes(uint64_t in_use)
+uintptr_t smheap_engine_large_start;
+
+static int in_large_part(const void *p)
 {
-    size_t committed = smheap_region_committed(region);
-
-    return committed > in_use ? committed - (size_t) in_use : 0;
+    return (uintptr_t) p >= smheap_engine_large_start;
 }
 
-static void for_each_arena(size_t * mib)
+static void bound_idle(int after_fresh_pages)
 {
-    unsigned i;
-
-    for (i = 0; i < narenas; i++) {
-        mib[1] = arenas[i];
-        smheap_je_mallctlbymib(mib, 3, NULL, NULL, NULL, 0);
-    }
-}
-
-int smheap_engine_bound_idle(uint64_t in_use, int after_fresh_pages)
-{
-    size_t idle = idle_bytes(in_use);
-    size_t floor = atomic_load_explicit(&unpurgeable, memory_order_relaxed);
+    size_t committed = atomic_load_explicit(&large_committed, memory_order_relaxed);
+    size_t in_use = atomic_load_explicit(&large_in_use, memory_order_relaxed);
     size_t bound = after_fresh_pages ? retain_bound / 16 : retain_bound;
 
-    if (idle < floor)           /* the caches drained since the last purge */
-        atomic_store_explicit(&unpurgeable, floor = idle, memory_order_relaxed);
-    if (idle <= bound + floor || atomic_flag_test_and_set(&purging))
-        return 0;
-    for_each_arena(purge_mib);
-    atomic_store_explicit(&unpurgeable, idle_bytes(in_use), memory_order_relaxed);
+    if (committed <= in_use + bound || atomic_flag_test_and_set(&purging))
+        return;
+    purge_mib[1] = large_arena;
+    smheap_je_mallctlbymib(purge_mib, 3, NULL, NULL, NULL, 0);
     atomic_flag_clear(&purging);
-    return 1;
+    smheap_count(SMHEAP_PURGES, 1);
 }
 
-void smheap_engine_decay(void)
+/* Count a big block of the large part in or out of use. */
+static void count_large(const void *p, size_t usable, int sign)
 {
-    for_each_arena(decay_mib);
-}
-
-size_t smheap_engine_committed(void)
-{
-    return region ? smheap_region_committed(region) : 0;
+    if (usable > SMHEAP_ENGINE_CACHED_MAX && in_large_part(p))
+        atomic_fetch_add_explicit(&large_in_use, sign * usable, memory_order_relaxed);
 }
 
 /* An eighth of the slice (which is /dev/shm shared out between the node's ranks), between
@@ -230,114 +246,176 @@ static size_t auto_retain(size_t slice_size)
     return slice_size / 8 < lo ? lo : slice_size / 8 > hi ? hi : slice_size / 8;
 }
 
+static int create_arena(unsigned *ind, char *why, size_t why_len)
+{
+    struct arena_config config = { &slice_hooks, false };
+    size_t len = sizeof(*ind);
+    int rc = smheap_je_mallctl("experimental.arenas_create_ext", ind, &len, &config,
+                               sizeof(config));
+
+    if (rc != 0)
+        snprintf(why, why_len, "jemalloc could not create an arena on the slice (%s)",
+                 strerror(rc));
+    return rc ? -1 : 0;
+}
+
 int smheap_engine_start(const struct smheap_region *r, size_t retain, char *why,
                         size_t why_len)
 {
-    struct arena_config config = { &slice_hooks, false };
-    size_t miblen = 3;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned want = cpus < 4 ? 1 : cpus / 2 > MAX_ARENAS ? MAX_ARENAS : (unsigned) cpus / 2;
+    unsigned want = cpus < 4 ? 1 : cpus / 2 > MAX_SMALL_ARENAS ? MAX_SMALL_ARENAS :
+        (unsigned) cpus / 2;
+    size_t miblen = 3;
 
-    if (smheap_je_mallctlnametomib("arena.0.purge", purge_mib, &miblen) != 0 ||
-        (miblen = 3, smheap_je_mallctlnametomib("arena.0.decay", decay_mib, &miblen)) != 0) {
-        snprintf(why, why_len, "jemalloc has no arena.<i>.purge or arena.<i>.decay");
+    if (smheap_je_mallctlnametomib("arena.0.purge", purge_mib, &miblen) != 0) {
+        snprintf(why, why_len, "jemalloc has no arena.<i>.purge");
         return -1;
     }
     retain_bound = retain != SMHEAP_RETAIN_AUTO ? retain : auto_retain(r->slice_size);
     region = r;
-    bump = r->slice;
-    slice_end = r->slice + r->slice_size;
-    for (narenas = 0; narenas < want; narenas++) {
-        size_t len = sizeof(arenas[0]);
-        int rc = smheap_je_mallctl("experimental.arenas_create_ext", &arenas[narenas], &len,
-                                   &config, sizeof(config));
-
-        if (rc != 0) {
-            snprintf(why, why_len, "jemalloc could not create an arena on the slice (%s)",
-                     strerror(rc));
+    small_part.bump = r->slice;
+    large_part.end = r->slice + r->slice_size;
+    small_part.end = large_part.bump = smheap_engine_large_start =
+        r->slice + (r->slice_size / SMALL_PART_DIVISOR & ~(PART_ALIGN - 1));
+    large_arena = ~0u;          /* until created: extents of the small arenas */
+    for (nsmall = 0; nsmall < want; nsmall++)
+        if (create_arena(&small_arenas[nsmall], why, why_len) != 0)
             return -1;
-        }
-    }
-    return 0;
+    return create_arena(&large_arena, why, why_len);
+}
+
+void smheap_engine_start_background(void)
+{
+    bool on = true;
+
+    smheap_je_mallctl("background_thread", NULL, NULL, &on, sizeof(on));
 }
 
 /*
- * Per-thread state.  A thread's first allocation registers a thread-exit callback, which
- * glibc runs before any pthread key destructor (jemalloc's own cleanup is one); after it,
- * the thread allocates from the private heap and frees without a tcache.
+ * A thread's first allocation binds it to one of the small arenas (thread.arena), so that
+ * jemalloc's fast paths and its implicit thread cache serve it: every block that cache
+ * ever holds comes from, or was freed into, the slice.  It also registers a thread-exit
+ * callback, which glibc runs before any pthread key destructor (jemalloc's own cleanup is
+ * one); after it, the thread allocates from the private heap and frees without a cache.
+ * Until a thread is bound, its calls name the arena and bypass the cache.
  */
-enum thread_phase { THREAD_NEW, THREAD_STARTING, THREAD_READY, THREAD_EXITED };
-static __thread struct {
-    unsigned char phase;
-    unsigned tcache;
-    unsigned arena;
-} self;
-
 extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *arg, void *dso_handle);
 extern void *__dso_handle;
+
+static inline struct smheap_engine_thread *me(void)
+{
+    return &smheap_engine_thread;
+}
 
 static void thread_exit(void *unused)
 {
     (void) unused;
-    if (self.phase == THREAD_READY)
-        smheap_je_mallctl("tcache.destroy", NULL, NULL, &self.tcache, sizeof(self.tcache));
-    self.phase = THREAD_EXITED;
+    if (me()->phase == SMHEAP_THREAD_BOUND)
+        smheap_je_mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
+    me()->phase = SMHEAP_THREAD_EXITED;
 }
 
 static void thread_start(void)
 {
-    size_t len = sizeof(self.tcache);
+    unsigned i = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed);
 
-    self.arena = arenas[atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) %
-                        narenas];
-    self.phase = THREAD_STARTING;       /* registering may allocate: no tcache yet */
+    me()->arena = small_arenas[i % nsmall];
+    me()->phase = SMHEAP_THREAD_STARTING;       /* registering may allocate: not bound yet */
     __cxa_thread_atexit_impl(thread_exit, NULL, &__dso_handle);
-    if (smheap_je_mallctl("tcache.create", &self.tcache, &len, NULL, 0) == 0)
-        self.phase = THREAD_READY;
+    if (smheap_je_mallctl("thread.arena", NULL, NULL, &me()->arena, sizeof(me()->arena)) == 0)
+        me()->phase = SMHEAP_THREAD_BOUND;
 }
 
-static inline int tcache_flag(void)
+/* The cache flag for this thread: its own once bound, none before or after. */
+static inline int cache_flag(void)
 {
-    return self.phase == THREAD_READY ? MALLOCX_TCACHE(self.tcache) : MALLOCX_TCACHE_NONE;
+    return me()->phase == SMHEAP_THREAD_BOUND ? 0 : MALLOCX_TCACHE_NONE;
 }
 
-void *smheap_engine_alloc(size_t size, size_t alignment, int zero, size_t * usable)
+/* From the given arena, or from the other part's arena when that part is full. */
+static void *alloc_in(unsigned arena, unsigned other, size_t size, int flags)
 {
-    int flags;
+    void *p = smheap_je_mallocx(size, flags | MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE);
+
+    return p ? p : smheap_je_mallocx(size, flags | MALLOCX_ARENA(other) | MALLOCX_TCACHE_NONE);
+}
+
+static void *alloc_large(size_t size, int flags)
+{
+    size_t committed = atomic_load_explicit(&large_committed, memory_order_relaxed);
+    void *p = alloc_in(large_arena, me()->arena, size, flags);
+
+    if (p == NULL)
+        return NULL;
+    count_large(p, smheap_je_sallocx(p, 0), 1);
+    if (atomic_load_explicit(&large_committed, memory_order_relaxed) > committed)
+        bound_idle(1);
+    return p;
+}
+
+static void *alloc_slowly(size_t size, int flags)
+{
+    if (me()->phase == SMHEAP_THREAD_EXITED)
+        return NULL;
+    if (me()->phase == SMHEAP_THREAD_NEW)
+        thread_start();
+    if (size > SMHEAP_ENGINE_CACHED_MAX)
+        return alloc_large(size, flags);
+    if (me()->phase == SMHEAP_THREAD_BOUND)
+        return smheap_je_mallocx(size, flags);
+    return alloc_in(me()->arena, large_arena, size, flags);
+}
+
+void *smheap_engine_alloc(size_t size, size_t alignment, int zero)
+{
+    int flags = (alignment ? MALLOCX_ALIGN(alignment) : 0) | (zero ? MALLOCX_ZERO : 0);
     void *p;
 
-    if (__builtin_expect(self.phase != THREAD_READY, 0)) {
-        if (self.phase == THREAD_EXITED)
-            return NULL;
-        if (self.phase == THREAD_NEW)
-            thread_start();
-    }
-    flags = MALLOCX_ARENA(self.arena) | tcache_flag();
-    if (alignment)
-        flags |= MALLOCX_ALIGN(alignment);
-    if (zero)
-        flags |= MALLOCX_ZERO;
-    p = smheap_je_mallocx(size ? size : 1, flags);
-    if (p != NULL)      /* from the size class: no second lookup of the block */
-        *usable = smheap_je_nallocx(size ? size : 1, flags);
-    return p;
+    if (size == 0)
+        size = 1;
+    if (me()->phase != SMHEAP_THREAD_BOUND || size > SMHEAP_ENGINE_CACHED_MAX)
+        return alloc_slowly(size, flags);
+    p = smheap_je_mallocx(size, flags);
+    return p ? p : alloc_in(me()->arena, large_arena, size, flags);
 }
 
 void *smheap_engine_resize(void *p, size_t size)
 {
-    if (self.phase == THREAD_EXITED)
+    size_t old = smheap_je_sallocx(p, 0);
+    unsigned arena;
+    void *q;
+
+    if (me()->phase == SMHEAP_THREAD_EXITED)
         return NULL;
-    if (self.phase == THREAD_NEW)
+    if (me()->phase == SMHEAP_THREAD_NEW)
         thread_start();
-    return smheap_je_rallocx(p, size ? size : 1, MALLOCX_ARENA(self.arena) | tcache_flag());
+    if (size == 0)
+        size = 1;
+    arena = size > SMHEAP_ENGINE_CACHED_MAX ? large_arena : me()->arena;
+    q = smheap_je_rallocx(p, size, MALLOCX_ARENA(arena) | cache_flag());
+    if (q == NULL)
+        return NULL;
+    count_large(p, old, -1);
+    count_large(q, smheap_je_sallocx(q, 0), 1);
+    if (q != p && old > SMHEAP_ENGINE_CACHED_MAX)
+        bound_idle(0);
+    return q;
 }
 
-size_t smheap_engine_free(void *p)
+void smheap_engine_free_slowly(void *p)
 {
-    size_t usable = smheap_je_sallocx(p, 0);
+    size_t usable;
 
-    smheap_je_sdallocx(p, usable, tcache_flag());       /* sized: one lookup, not two */
-    return usable;
+    if (!in_large_part(p)) {
+        smheap_je_dallocx(p, MALLOCX_TCACHE_NONE);
+        return;
+    }
+    usable = smheap_je_sallocx(p, 0);
+    smheap_je_sdallocx(p, usable, cache_flag());
+    if (usable > SMHEAP_ENGINE_CACHED_MAX) {
+        count_large(p, usable, -1);
+        bound_idle(0);
+    }
 }
 
 size_t smheap_engine_usable_size(const void *p)
@@ -347,5 +425,29 @@ size_t smheap_engine_usable_size(const void *p)
 
 int smheap_engine_thread_exited(void)
 {
-    return self.phase == THREAD_EXITED;
+    return me()->phase == SMHEAP_THREAD_EXITED;
+}
+
+/* jemalloc's count of active pages in the slice's arenas, refreshed. */
+size_t smheap_engine_in_use(void)
+{
+    uint64_t epoch = 1;
+    size_t pages, total = 0, len = sizeof(pages), mib[4], miblen = 4;
+    unsigned i;
+
+    if (region == NULL ||
+        smheap_je_mallctl("epoch", NULL, NULL, &epoch, sizeof(epoch)) != 0 ||
+        smheap_je_mallctlnametomib("stats.arenas.0.pactive", mib, &miblen) != 0)
+        return 0;
+    for (i = 0; i <= nsmall; i++) {
+        mib[2] = i < nsmall ? small_arenas[i] : large_arena;
+        if (smheap_je_mallctlbymib(mib, miblen, &pages, &len, NULL, 0) == 0)
+            total += pages * (size_t) sysconf(_SC_PAGESIZE);
+    }
+    return total;
+}
+
+size_t smheap_engine_committed(void)
+{
+    return region ? smheap_region_committed(region) : 0;
 }

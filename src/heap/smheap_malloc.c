@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PUBLIC __attribute__((visibility("default")))
@@ -42,10 +41,6 @@ extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_realloc(void *p, size_t size);
 extern void *__libc_memalign(size_t alignment, size_t size);
 extern void __libc_free(void *p);
-
-/* jemalloc's decay moves on in 200 steps of its decay time (10 s): calling it more often
- * than a step does nothing. */
-#define SMHEAP_DECAY_STEP_MS 50
 
 enum heap_state {
     HEAP_UNSTARTED,
@@ -60,6 +55,8 @@ static struct smheap_config config;
 static struct smheap_region region;
 static uintptr_t region_base;   /* set once, before the heap turns on; never cleared */
 static size_t region_size;
+static int under_valgrind;      /* RUNNING_ON_VALGRIND, which cannot change, read once */
+static int heap_fast;           /* on, and no valgrind: malloc and free take the short path */
 static char off_reason[SMHEAP_MSG_LEN];
 
 static void say(const char *text)
@@ -69,6 +66,7 @@ static void say(const char *text)
 
 static void fork_child(void)
 {
+    heap_fast = 0;
     atomic_store(&state, HEAP_FORKED);
 }
 
@@ -110,8 +108,10 @@ static void start_heap(void)
     }
     region_base = region.base;
     region_size = region.size;
+    under_valgrind = RUNNING_ON_VALGRIND;
     pthread_atfork(NULL, NULL, fork_child);
     atomic_store_explicit(&state, HEAP_ON, memory_order_release);
+    heap_fast = !under_valgrind;
 }
 
 /* 1 if this call may allocate from the heap (starting it on the very first call). */
@@ -135,56 +135,33 @@ static inline int in_region(const void *p)
     return (uintptr_t) p - region_base < region_size;
 }
 
-/* Keep the memory the slice holds committed beyond its live blocks within the bound:
- * called when a block too big for the thread caches was freed, or needed fresh pages. */
-static void bound_idle_memory(int after_fresh_pages)
-{
-    uint64_t in_use = smheap_counter_total(SMHEAP_BYTES_ALLOCATED) -
-        smheap_counter_total(SMHEAP_BYTES_FREED);
-
-    if (smheap_engine_bound_idle(in_use, after_fresh_pages))
-        smheap_count(SMHEAP_PURGES, 1);
-}
-
 /* From the slice, or NULL (counted) so that the caller falls back to glibc. */
 static void *heap_alloc(size_t size, size_t alignment, int zero)
 {
-    int annotate = RUNNING_ON_VALGRIND;
-    size_t committed = size > SMHEAP_ENGINE_CACHED_MAX ? smheap_engine_committed() : 0;
-    size_t usable;
-    void *p;
-
     /* Under valgrind, jemalloc must not write into blocks memcheck thinks are free:
      * zero after the block is declared instead. */
-    p = smheap_engine_alloc(size, alignment, zero && !annotate, &usable);
-    if (p == NULL) {
+    void *p = smheap_engine_alloc(size, alignment, zero && !under_valgrind);
+
+    if (__builtin_expect(p == NULL, 0)) {
         smheap_count(smheap_engine_thread_exited() ? SMHEAP_GLIBC_OFF : SMHEAP_GLIBC_FULL, 1);
         return NULL;
     }
-    smheap_count(SMHEAP_SHARED_ALLOCS, 1);
-    smheap_count(SMHEAP_BYTES_ALLOCATED, usable);
-    if (annotate) {
+    if (__builtin_expect(under_valgrind, 0)) {
         VALGRIND_MALLOCLIKE_BLOCK(p, size, 0, zero);
         if (zero)
             memset(p, 0, size);
     }
-    if (committed && smheap_engine_committed() > committed)
-        bound_idle_memory(1);
     return p;
 }
 
 static void heap_free(void *p)
 {
-    size_t usable = smheap_engine_free(p);
-
-    smheap_count(SMHEAP_SHARED_FREES, 1);
-    smheap_count(SMHEAP_BYTES_FREED, usable);
-    VALGRIND_FREELIKE_BLOCK(p, 0);
-    if (usable > SMHEAP_ENGINE_CACHED_MAX)
-        bound_idle_memory(0);
+    smheap_engine_free(p);
+    if (__builtin_expect(under_valgrind, 0))
+        VALGRIND_FREELIKE_BLOCK(p, 0);
 }
 
-PUBLIC void *malloc(size_t size)
+static __attribute__((noinline)) void *malloc_slowly(size_t size)
 {
     void *p;
 
@@ -193,12 +170,23 @@ PUBLIC void *malloc(size_t size)
     return __libc_malloc(size);
 }
 
+PUBLIC void *malloc(size_t size)
+{
+    void *p;
+
+    if (__builtin_expect(heap_fast, 1) && (p = smheap_engine_malloc(size)) != NULL)
+        return p;
+    return malloc_slowly(size);
+}
+
 PUBLIC void free(void *p)
 {
     if (p == NULL)
         return;         /* MPICH frees NULL twice per request */
     if (!in_region(p))
         __libc_free(p);
+    else if (__builtin_expect(heap_fast, 1))
+        smheap_engine_free(p);
     else if (atomic_load_explicit(&state, memory_order_relaxed) != HEAP_FORKED)
         heap_free(p);
 }
@@ -245,7 +233,7 @@ PUBLIC void *realloc(void *p, size_t size)
         heap_free(p);
         return NULL;
     }
-    if (RUNNING_ON_VALGRIND) {  /* a new block, so memcheck sees the move */
+    if (under_valgrind) {       /* a new block, so memcheck sees the move */
         size_t old = smheap_engine_usable_size(p);
 
         q = malloc(size);
@@ -255,18 +243,9 @@ PUBLIC void *realloc(void *p, size_t size)
         }
         return q;
     }
-    {
-        size_t old = smheap_engine_usable_size(p);
-
-        q = smheap_engine_resize(p, size);
-        if (q != NULL) {
-            smheap_count(SMHEAP_BYTES_FREED, old);
-            smheap_count(SMHEAP_BYTES_ALLOCATED, smheap_engine_usable_size(q));
-            if (q != p && old > SMHEAP_ENGINE_CACHED_MAX)
-                bound_idle_memory(0);
-            return q;
-        }
-    }
+    q = smheap_engine_resize(p, size);
+    if (q != NULL)
+        return q;
     smheap_count(SMHEAP_GLIBC_FULL, 1);
     return move_to_glibc(p, size, 1);
 }
@@ -364,25 +343,20 @@ const char *smheap_off_reason(void)
     return atomic_load(&state) == HEAP_OFF ? off_reason : "";
 }
 
-void smheap_release_idle(void)
+void smheap_start_background_purge(void)
 {
-    static _Atomic long last_ms;
-    struct timespec now;
-    long ms;
-
-    if (atomic_load_explicit(&state, memory_order_relaxed) != HEAP_ON)
-        return;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-    ms = (long) now.tv_sec * 1000 + now.tv_nsec / 1000000;
-    if (ms - atomic_load_explicit(&last_ms, memory_order_relaxed) < SMHEAP_DECAY_STEP_MS)
-        return;
-    atomic_store_explicit(&last_ms, ms, memory_order_relaxed);
-    smheap_engine_decay();
+    if (atomic_load_explicit(&state, memory_order_acquire) == HEAP_ON)
+        smheap_engine_start_background();
 }
 
 size_t smheap_committed(void)
 {
     return smheap_engine_committed();
+}
+
+size_t smheap_in_use(void)
+{
+    return smheap_engine_in_use();
 }
 
 const char *smheap_config_error(void)
@@ -394,6 +368,7 @@ void smheap_disable(void)
 {
     int expected = HEAP_ON;
 
+    heap_fast = 0;
     if (atomic_compare_exchange_strong(&state, &expected, HEAP_OFF))
         snprintf(off_reason, sizeof(off_reason), "turned off after it started");
 }
@@ -429,17 +404,21 @@ static void *(*volatile memalign_fn)(size_t, size_t) = memalign;
 static void (*volatile free_fn)(void *) = free;
 static void *(*volatile calloc_fn)(size_t, size_t) = calloc;
 
-static int selftest_block(void *p, const char *call, uint64_t frees_before, char *why,
-                          size_t why_len)
+/* A block of a few MiB from call: it must be the heap's, and freeing it must give its
+ * pages back to the heap (blocks that big skip the thread caches). */
+static int selftest_block(void *p, const char *call, char *why, size_t why_len)
 {
+    size_t in_use;
+
     if (p == NULL || !in_region(p)) {
         snprintf(why, why_len, "%s of a few MiB did not come from the shared heap", call);
         if (p != NULL)
             free_fn(p);         /* it is not ours: give it back to whoever served it */
         return -1;
     }
+    in_use = smheap_engine_in_use();
     free_fn(p);
-    if (smheap_counter_total(SMHEAP_SHARED_FREES) == frees_before) {
+    if (smheap_engine_in_use() >= in_use) {
         snprintf(why, why_len, "free of a block from %s did not reach the shared heap", call);
         return -1;
     }
@@ -475,17 +454,14 @@ int smheap_selftest(char *why, size_t why_len)
             return -1;
         }
     }
-    if (selftest_block(malloc_fn(4 * mib), "malloc",
-                       smheap_counter_total(SMHEAP_SHARED_FREES), why, why_len) != 0)
+    if (selftest_block(malloc_fn(4 * mib), "malloc", why, why_len) != 0)
         return -1;
     p = malloc_fn(mib);
     if (p != NULL && !in_region(p)) {
         free_fn(p);
         p = NULL;
     }
-    if (selftest_block(p ? realloc_fn(p, 3 * mib) : NULL, "realloc",
-                       smheap_counter_total(SMHEAP_SHARED_FREES), why, why_len) != 0)
+    if (selftest_block(p ? realloc_fn(p, 3 * mib) : NULL, "realloc", why, why_len) != 0)
         return -1;
-    return selftest_block(memalign_fn(mib, 2 * mib), "memalign",
-                          smheap_counter_total(SMHEAP_SHARED_FREES), why, why_len);
+    return selftest_block(memalign_fn(mib, 2 * mib), "memalign", why, why_len);
 }

@@ -190,8 +190,8 @@ static int test_threads(void)
     for (int i = 0; i < SLOTS; i++)
         xfree(exchange[i]);
     CHECK(bad == 0, "%ld blocks outside the region or corrupted", bad);
-    CHECK(smheap_counter_total(SMHEAP_BYTES_ALLOCATED) >=
-          smheap_counter_total(SMHEAP_BYTES_FREED), "bytes freed exceed bytes allocated");
+    CHECK(smheap_in_use() < ((size_t) 16 << 20), "%zu bytes still in use after every "
+          "thread exited and every block was freed", smheap_in_use());
     return failures;
 }
 

@@ -73,4 +73,12 @@ mpi_core_sources +=                                        \
 # (as the embedded ucx and ofi netmods of ch4 add their libraries)
 pmpi_convenience_libs += $(SMHEAP_JEMALLOC_LIB)
 
+# The heap's initial-exec thread variables, in a library of their own so that libmpi's
+# TLS block stays global-dynamic and libmpi can still be loaded with dlopen() (see
+# src/heap/smheap_tls.c).  Listed before libmpi, which links against it.
+lib_LTLIBRARIES += lib/libsmheap_tls.la
+lib_libsmheap_tls_la_SOURCES = src/heap/smheap_tls.c
+lib_libsmheap_tls_la_LDFLAGS = -version-info 0:0:0
+pmpi_convenience_libs += lib/libsmheap_tls.la
+
 endif BUILD_CH3_SMHEAP

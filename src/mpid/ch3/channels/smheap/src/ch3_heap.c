@@ -47,13 +47,13 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        ch3:smheap: the most freed memory of the shared heap a rank keeps in /dev/shm, beyond
-        what its live blocks use, so that blocks freed and allocated again are reused without
-        a trip through tmpfs; above it, the rank gives its freed memory back at once (MPI_T:
-        smheap_heap_purges).  Bytes with an optional K, M or G suffix; 0 keeps nothing;
-        auto is an eighth of the rank's slice, between 64M and 1G.  Whatever stays freed
-        for 10 s is given back too, also while the rank waits in MPI.  Read from the
-        environment before main.
+        ch3:smheap: the most memory of freed big blocks (over 1 MiB) a rank keeps in
+        /dev/shm, so that blocks freed and allocated again are reused without a trip
+        through tmpfs; above it, the rank gives them back at once (MPI_T:
+        smheap_heap_purges), and when a new block needs fresh pages anyway, it keeps only a
+        sixteenth of it.  Bytes with an optional K, M or G suffix; 0 keeps nothing; auto is
+        an eighth of the rank's slice, between 64M and 1G.  Freed memory not reused for 10
+        s is given back in any case.  Read from the environment before main.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -83,17 +83,19 @@ static uint64_t hash_key(const char *key)
 
 static void get_heap_counter(void *addr, void *obj_handle, int count, void *buf)
 {
-    enum smheap_counter c = (enum smheap_counter) (intptr_t) addr;
+    (void) obj_handle;
+    (void) count;
+    *(unsigned long long *) buf = smheap_counter_total((enum smheap_counter) (intptr_t) addr);
+}
+
+/* The level variables: a function of the heap's that reads the value. */
+static void get_heap_level(void *addr, void *obj_handle, int count, void *buf)
+{
+    size_t (*level) (void) = (size_t (*)(void)) addr;
 
     (void) obj_handle;
     (void) count;
-    if (c == SMHEAP_NUM_COUNTERS)       /* not a counter: what the slice has committed */
-        *(unsigned long long *) buf = smheap_committed();
-    else if (c == SMHEAP_BYTES_ALLOCATED)       /* "bytes in use": allocated minus freed */
-        *(unsigned long long *) buf = smheap_counter_total(SMHEAP_BYTES_ALLOCATED) -
-            smheap_counter_total(SMHEAP_BYTES_FREED);
-    else
-        *(unsigned long long *) buf = smheap_counter_total(c);
+    *(unsigned long long *) buf = level();
 }
 
 static void get_heap_shared(void *addr, void *obj_handle, int count, void *buf)
@@ -107,16 +109,15 @@ static void register_pvars(void)
     /* MPICH 4.0.2's MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC passes an unbound "get_count"
      * (a typo), so the level variables use its _impl form directly. */
     PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
-        MPI_UNSIGNED_LONG_LONG, smheap_heap_bytes_in_use,
-        (void *) (intptr_t) SMHEAP_BYTES_ALLOCATED, 1, MPI_T_VERBOSITY_USER_BASIC,
-        MPI_T_BIND_NO_OBJECT, MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
-        get_heap_counter, NULL, "CH3",
-        "bytes of this rank's slice of the shared heap in use by live allocations"));
+        MPI_UNSIGNED_LONG_LONG, smheap_heap_bytes_in_use, (void *) smheap_in_use, 1,
+        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+        MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, get_heap_level, NULL, "CH3",
+        "bytes of the pages of this rank's slice of the shared heap that hold live "
+        "allocations (and blocks the thread caches keep for reuse)"));
     PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
-        MPI_UNSIGNED_LONG_LONG, smheap_heap_bytes_committed,
-        (void *) (intptr_t) SMHEAP_NUM_COUNTERS, 1, MPI_T_VERBOSITY_USER_BASIC,
-        MPI_T_BIND_NO_OBJECT, MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
-        get_heap_counter, NULL, "CH3",
+        MPI_UNSIGNED_LONG_LONG, smheap_heap_bytes_committed, (void *) smheap_committed, 1,
+        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+        MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, get_heap_level, NULL, "CH3",
         "bytes of this rank's slice of the shared heap held in /dev/shm: live allocations "
         "and freed memory kept for reuse (MPIR_CVAR_CH3_SMHEAP_RETAIN)"));
     PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
@@ -146,8 +147,8 @@ static void register_pvars(void)
                                          MPIR_T_PVAR_FLAG_READONLY |
                                          MPIR_T_PVAR_FLAG_CONTINUOUS, get_heap_counter, NULL,
                                          "CH3",
-                                         "times this rank gave its freed memory back to "
-                                         "/dev/shm because it kept more than "
+                                         "times this rank gave its freed big blocks back "
+                                         "to /dev/shm because it kept more than "
                                          "MPIR_CVAR_CH3_SMHEAP_RETAIN");
 }
 
@@ -211,6 +212,8 @@ int MPIDI_CH3I_Smheap_heap_init(int local_size, int local_rank)
         snprintf(why, sizeof(why), "%s", smheap_off_reason());
     else if (smheap_selftest(why, sizeof(why)) != 0)
         smheap_disable();
+    else
+        smheap_start_background_purge();
 
     mpi_errno = agree_on_heap(local_size, local_rank, &first_off);
     MPIR_ERR_CHECK(mpi_errno);

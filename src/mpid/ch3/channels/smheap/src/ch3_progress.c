@@ -5,7 +5,6 @@
  */
 
 #include "mpidi_ch3_impl.h"
-#include "smheap.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -374,8 +373,6 @@ static void disarm_bells(bell_set_t * set)
 static int sleep_on_bells(const bell_set_t * set)
 {
     int err;
-
-    smheap_release_idle();      /* a waiting rank gives back the memory it no longer reuses */
 #if defined(MPICH_IS_THREADED) && MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__GLOBAL
     if (MPIR_ThreadInfo.isThreaded) {
         MPID_Thread_mutex_t *m = &MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX;
