@@ -202,6 +202,8 @@ check shm-too-small shm_too_small
 check dlopen-libmpi dlopen_libmpi
 check valgrind-clean valgrind_clean
 check valgrind-reports-use-after-free-and-leak valgrind_reports
+mkdir -p "$work/heap"
+check heap-patterns-within-glibc-time "${heap_on[@]}" "$top/test/checks/heap_patterns.sh" "$work/heap" 5
 
 echo "== 3. the project's MPI tests"
 "$top/maint/run-suite.sh" --project --install "$prefix" | tee "$log/project.log"

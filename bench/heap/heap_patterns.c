@@ -14,8 +14,14 @@
  *                                         writing each new page, then free it
  *   heap_patterns producer [OPS]          one thread allocates 16 B - 64 KiB blocks, another
  *                                         frees them (a queue between the two)
- *   heap_patterns calloc MAX              calloc of zeroed arrays of 1 MiB to MAX, every
- *                                         page checked and written, then freed
+ *   heap_patterns calloc MAX [MIN]        calloc of zeroed arrays from MIN (1 MiB) to MAX,
+ *                                         sizes four times apart, every page checked and
+ *                                         written, then freed
+ *   heap_patterns idle SIZE SECONDS       eight blocks of SIZE, touched, all freed; then no
+ *                                         allocation for SECONDS: prints /dev/shm's use
+ *                                         after the frees and after the wait
+ *
+ * HEAP_PATTERNS_SCALE=N divides the operation counts by N (for a quick check).
  *
  * Sizes take K, M and G suffixes.  Each size prints one line:
  *   <pattern> <size> ops <n> ns_per_op <t>
@@ -35,6 +41,7 @@
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PAGE 4096
 #define LIVE 1000
@@ -80,10 +87,17 @@ static size_t parse_size(const char *s)
     return (size_t) v;
 }
 
+/* Write one byte in every page of [from, to), as a program filling the block would
+ * touch it: a cache line further into each page, so that the writes do not all fall into
+ * one set of the cache (which would time where the allocator happened to put the block
+ * within its page, not the allocator). */
 static void touch_pages(char *p, size_t from, size_t to, unsigned char value)
 {
-    for (size_t i = from; i < to; i += PAGE)
-        p[i] = (char) value;
+    for (size_t i = from; i < to; i += PAGE) {
+        size_t at = i + (i / PAGE * 64) % PAGE;
+
+        p[at < to ? at : i] = (char) value;
+    }
     if (to > from)
         p[to - 1] = (char) value;
 }
@@ -142,11 +156,13 @@ static double run_small(int threads, long ops)
 
 /* Enough operations that a size takes a comparable time whether its pages are touched
  * for the first time or reused; the first one is not timed. */
+static long scale = 1;
+
 static long churn_ops(size_t size)
 {
-    long ops = (long) (((size_t) 1 << 31) / (size + PAGE));
+    long ops = (long) (((size_t) 1 << 31) / (size + PAGE)) / scale;
 
-    return ops > 200000 ? 200000 : ops < 8 ? 8 : ops;
+    return ops > 200000 / scale ? 200000 / scale : ops < 4 ? 4 : ops;
 }
 
 static double churn_one(size_t size)
@@ -192,6 +208,7 @@ static double run_realloc(size_t max)
     double start;
 
     rounds = rounds < 3 ? 3 : rounds > 20 ? 20 : rounds;
+    rounds = rounds / scale < 2 ? 2 : rounds / scale;
     start = now_ns();
     for (long r = 0; r < rounds; r++) {
         char *p = NULL;
@@ -282,9 +299,13 @@ static double calloc_one(size_t size)
         if ((p = calloc(size / 8, 8)) == NULL)
             die("calloc");
         for (size_t j = 0; j < size; j += PAGE) {
-            if (p[j] != 0)
+            size_t at = j + (j / PAGE * 64) % PAGE;     /* as touch_pages */
+
+            if (at >= size)
+                at = j;
+            if (p[at] != 0)
                 die("calloc zeroing");
-            p[j] = 1;
+            p[at] = 1;
         }
         if (p[size - 1] != 0)
             die("calloc zeroing");
@@ -297,13 +318,33 @@ static double calloc_one(size_t size)
     return start;
 }
 
-static double run_calloc(size_t max)
+static double run_calloc(size_t min, size_t max)
 {
     double total = 0;
 
-    for (size_t s = (size_t) 1 << 20; s <= max; s *= 4)
+    for (size_t s = min; s <= max; s *= 4)
         total += calloc_one(s);
     return total;
+}
+
+static double run_idle(size_t size, int seconds)
+{
+    char *p[8];
+    double start = now_ns();
+
+    for (int i = 0; i < 8; i++) {
+        if ((p[i] = malloc(size)) == NULL)
+            die("malloc");
+        touch_pages(p[i], 0, size, (unsigned char) i);
+    }
+    sample_shm();
+    for (int i = 0; i < 8; i++)
+        free(p[i]);
+    printf("idle %zu shm_after_free_kib %lld\n", size, (shm_used() - shm_base) / 1024);
+    fflush(stdout);
+    sleep((unsigned) seconds);
+    printf("idle %zu shm_after_idle_kib %lld\n", size, (shm_used() - shm_base) / 1024);
+    return now_ns() - start;
 }
 
 int main(int argc, char **argv)
@@ -314,19 +355,23 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     shm_base = shm_used();
+    if (getenv("HEAP_PATTERNS_SCALE") && atol(getenv("HEAP_PATTERNS_SCALE")) > 0)
+        scale = atol(getenv("HEAP_PATTERNS_SCALE"));
     if (strcmp(pattern, "small") == 0 && argc > 2)
-        ns = run_small(atoi(argv[2]), argc > 3 ? atol(argv[3]) : 4000000);
+        ns = run_small(atoi(argv[2]), (argc > 3 ? atol(argv[3]) : 4000000) / scale);
     else if (strcmp(pattern, "churn") == 0 && argc > 2)
         ns = run_churn(argc > 3 ? parse_size(argv[3]) : 16, parse_size(argv[2]));
     else if (strcmp(pattern, "realloc") == 0 && argc > 2)
         ns = run_realloc(parse_size(argv[2]));
     else if (strcmp(pattern, "producer") == 0)
-        ns = run_producer(argc > 2 ? atol(argv[2]) : 4000000);
+        ns = run_producer((argc > 2 ? atol(argv[2]) : 4000000) / scale);
+    else if (strcmp(pattern, "idle") == 0 && argc > 3)
+        ns = run_idle(parse_size(argv[2]), atoi(argv[3]));
     else if (strcmp(pattern, "calloc") == 0 && argc > 2)
-        ns = run_calloc(parse_size(argv[2]));
+        ns = run_calloc(argc > 3 ? parse_size(argv[3]) : (size_t) 1 << 20, parse_size(argv[2]));
     else {
         fprintf(stderr, "usage: heap_patterns small THREADS [OPS] | churn MAX [MIN] | "
-                "realloc MAX | producer [OPS] | calloc MAX\n");
+                "realloc MAX | producer [OPS] | calloc MAX [MIN] | idle SIZE SECONDS\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
         return 2;
     }

@@ -1,39 +1,80 @@
 #!/usr/bin/env bash
-# The shared heap against glibc's malloc on a malloc-heavy program (malloc_bench.c), in one
-# run: the same binary with MPIR_CVAR_CH3_SMHEAP_ENABLE=1 and =0, alternating, RUNS times
-# each; prints medians of operations per second and peak RSS, and the ratios.
-#   bench/heap/run.sh [RUNS]      (default 5; needs maint/setup.sh's build/install)
+# The shared heap against other allocators on the allocation patterns of real programs
+# (heap_patterns.c), in one run: each pattern, each allocator, RUNS rounds (the allocators
+# in a rotating order within a round), one process per pattern and size.
+#   smheap    the shared heap (MPIR_CVAR_CH3_SMHEAP_ENABLE=1)
+#   glibc     the heap off: glibc's malloc
+#   jemalloc  Debian's libjemalloc2 through LD_PRELOAD, heap off
+#   mimalloc  Debian's libmimalloc2.0 through LD_PRELOAD, heap off
+# Medians of time per operation, peak RSS and /dev/shm use, and the ratios to glibc, in
+# build/results/bench/heap.txt; time per operation against block size in heap-churn.png.
+#   bench/heap/run.sh [RUNS]      (default 5; needs maint/setup.sh's build/install;
+#                                  maint/deps.sh --bench installs jemalloc, mimalloc, gnuplot)
+# Settings for a quick check (test/checks/heap_patterns.sh): HEAP_BENCH_QUICK=1 (sizes up
+# to 64 MiB, an eighth of the operations), HEAP_BENCH_ALLOCATORS="smheap glibc",
+# HEAP_BENCH_OUT=DIR, HEAP_BENCH_LIMITS=1 (fail if the shared heap takes more than 1.25x
+# glibc's time on a pattern, 2x on realloc growth).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-5}
 bin="$top/build/install/bin"
-out="$top/build/results/bench"
+out=${HEAP_BENCH_OUT:-$top/build/results/bench}
 mkdir -p "$out"
-exe="$out/malloc_bench"
-"$bin/mpicc" -O2 -o "$exe" "$top/bench/heap/malloc_bench.c" -lpthread
+exe="$out/heap_patterns"
+"$bin/mpicc" -O2 -o "$exe" "$top/bench/heap/heap_patterns.c" -lpthread
+libdir=/usr/lib/x86_64-linux-gnu
 
-median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+allocators=(smheap glibc)
+for a in jemalloc:libjemalloc.so.2 mimalloc:libmimalloc.so.2; do
+    if [ -n "${HEAP_BENCH_ALLOCATORS:-}" ]; then [[ " $HEAP_BENCH_ALLOCATORS " == *" ${a%%:*} "* ]] || continue; fi
+    if [ -e "$libdir/${a#*:}" ]; then allocators+=("${a%%:*}")
+    else echo "bench/heap: no $libdir/${a#*:} (maint/deps.sh --bench), ${a%%:*} skipped"; fi
+done
+[ "${HEAP_BENCH_QUICK:-0}" = 1 ] && export HEAP_PATTERNS_SCALE=8
 
-report="$out/heap.txt"
-{
-echo "malloc_bench, $runs runs each, medians; shared heap (ENABLE=1) vs glibc (ENABLE=0)"
-printf '%-14s %14s %14s %7s %12s %12s %7s\n' workload "heap ops/s" "glibc ops/s" ratio \
-    "heap RSS KiB" "glibc RSS KiB" ratio
-for w in "small 1" "small 2" "mix 1" "mix 2"; do
-    set -- $w
-    : > "$out/h.ops"; : > "$out/g.ops"; : > "$out/h.rss"; : > "$out/g.rss"
-    for i in $(seq "$runs"); do
-        for mode in h g; do
-            enable=$([ $mode = h ] && echo 1 || echo 0)
-            line=$(MPIR_CVAR_CH3_SMHEAP_ENABLE=$enable "$bin/mpiexec" -n 1 "$exe" "$1" "$2")
-            echo "$line" | awk '{print $2}' >> "$out/$mode.ops"
-            echo "$line" | awk '{print $4}' >> "$out/$mode.rss"
+# One pattern per line: the arguments of heap_patterns.
+patterns() {
+    local max=256M s
+    [ "${HEAP_BENCH_QUICK:-0}" = 1 ] && max=64M
+    echo "small 1"; echo "small 4"; echo "small 8"
+    for s in $(awk -v max="${max%M}" 'BEGIN {
+            for (s = 16; s <= max * 1048576; s *= 2) {
+                print s; if (s >= 32 && s * 1.5 + 3 <= max * 1048576) print s + s / 2 + 3 } }'); do
+        echo "churn $s $s"
+    done
+    echo "realloc 64M"; [ "$max" = 256M ] && echo "realloc 256M"
+    echo "producer"
+    for s in 1M 4M 16M 64M 256M; do
+        [ "$max" = 64M ] && [ "$s" = 256M ] && continue
+        echo "calloc $s $s"
+    done
+}
+
+run_one() {  # allocator pattern-args...: the pattern's lines, each prefixed by the allocator
+    local a=$1 env=(env -u MPICH_CH3_SMHEAP_ENABLE -u MPIR_PARAM_CH3_SMHEAP_ENABLE
+                    MPIR_CVAR_CH3_SMHEAP_ENABLE=0)
+    shift
+    case $a in
+        smheap) env=("${env[@]:0:5}" MPIR_CVAR_CH3_SMHEAP_ENABLE=1) ;;
+        jemalloc) env+=(LD_PRELOAD="$libdir/libjemalloc.so.2") ;;
+        mimalloc) env+=(LD_PRELOAD="$libdir/libmimalloc.so.2") ;;
+    esac
+    "${env[@]}" "$exe" "$@" | sed "s/^/$a /" || { echo "bench/heap: $a: heap_patterns $* failed" >&2; exit 1; }
+}
+
+raw="$out/heap.raw"
+: > "$raw"
+mapfile -t plist < <(patterns)
+n=${#allocators[@]}
+for r in $(seq "$runs"); do
+    for p in "${plist[@]}"; do
+        for i in $(seq 0 $((n - 1))); do
+            a=${allocators[$(( (i + r) % n ))]}
+            # shellcheck disable=SC2086
+            run_one "$a" $p | sed "s/^/$r /" >> "$raw"
         done
     done
-    ho=$(median < "$out/h.ops"); go=$(median < "$out/g.ops")
-    hr=$(median < "$out/h.rss"); gr=$(median < "$out/g.rss")
-    printf '%-14s %14.0f %14.0f %7.2f %12.0f %12.0f %7.2f\n' "$1 x$2 thr" "$ho" "$go" \
-        "$(awk -v a="$ho" -v b="$go" 'BEGIN{print a/b}')" "$hr" "$gr" "$(awk -v a="$hr" -v b="$gr" 'BEGIN{print a/b}')"
+    echo "bench/heap: round $r of $runs done"
 done
-} | tee "$report"
-rm -f "$out"/[hg].ops "$out"/[hg].rss
+python3 "$top/bench/heap/report.py" "$raw" "$out" "$(lscpu | sed -n 's/^Model name: *//p' | head -1)" \
+    "$runs" ${HEAP_BENCH_LIMITS:+--limits}
