@@ -81,6 +81,12 @@ static uint16_t pages_in(const struct smheap_region *r, size_t c, uintptr_t addr
     return (uint16_t) ((hi - lo) / PAGE);
 }
 
+/* Chunk c lies within [addr, end). */
+static int inside(const struct smheap_region *r, size_t c, uintptr_t addr, uintptr_t end)
+{
+    return chunk_start(r, c) >= addr && chunk_start(r, c) + chunk_len(r, c) <= end;
+}
+
 /* Back chunks [first, end) whole: one fallocate fills whatever holes they have. */
 static int back_chunks(const struct smheap_region *r, size_t first, size_t end)
 {
@@ -143,8 +149,8 @@ void smheap_region_decommit(const struct smheap_region *r, void *addr, size_t le
     for (c = chunk_of(r, start); c <= chunk_of(r, end - 1); c++) {
         b->chunk[c].pages -= pages_in(r, c, start, end);
         b->chunk[c].whole = 0;
-        if (b->chunk[c].pages == 0)
-            remove_chunk(r, c);
+        if (b->chunk[c].pages == 0 && !inside(r, c, start, end))
+            remove_chunk(r, c);     /* the pages backed ahead of need around the range */
     }
     __atomic_fetch_sub(&b->committed, len, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&b->lock);

@@ -325,6 +325,66 @@ static int test_exhaustion(void)
     return failures;
 }
 
+/* Big blocks, run with MPIR_CVAR_CH3_SMHEAP_RETAIN=256M: a freed block is reused without
+ * a trip through tmpfs; realloc grows in place; freed memory beyond the bound (or beyond
+ * a sixteenth of it when fresh pages were needed anyway) goes back to /dev/shm. */
+static int test_big_blocks(void)
+{
+    const size_t mib = (size_t) 1 << 20;
+    size_t committed;
+    char *p, *q;
+    int moves = 0;
+
+    CHECK(smheap_active(), "heap off: %s", smheap_off_reason());
+    p = xmalloc(64 * mib);
+    fill((unsigned char *) p, 64 * mib, 1);
+    xfree(p);
+    committed = smheap_committed();
+    q = xmalloc(64 * mib);
+    CHECK(((uintptr_t) q & ~(uintptr_t) 4095) == ((uintptr_t) p & ~(uintptr_t) 4095),
+          "a freed 64 MiB block was not reused (%p, then %p)", (void *) p, (void *) q);
+    CHECK(smheap_committed() < committed + mib, "reusing a 64 MiB block committed %zd bytes",
+          (ssize_t) (smheap_committed() - committed));
+    xfree(q);
+
+    p = NULL;
+    for (size_t size = 16384; size <= 64 * mib; size += 16384) {
+        q = xrealloc(p, size);
+        CHECK(q != NULL, "realloc to %zu failed", size);
+        if (p != NULL && q != p && size > 2 * mib)
+            moves++;
+        q[size - 1] = 1;
+        p = q;
+    }
+    CHECK(moves == 0, "a block grown by realloc moved %d times past 2 MiB", moves);
+    xfree(p);
+
+    /* Growing arrays: once the freed ones cannot hold the next, at most 16 MiB of them
+     * stay (a sixteenth of the bound) beside the new one. */
+    for (size_t size = 4 * mib; size <= 256 * mib; size *= 2) {
+        p = xmalloc(size);
+        memset(p, 1, size);
+        xfree(p);
+    }
+    CHECK(smheap_committed() <= 256 * mib + 16 * mib + 8 * mib, "after growing arrays up to "
+          "256 MiB: %zu MiB committed", smheap_committed() / mib);
+
+    /* Above the bound of 256 MiB, freed blocks go back at once. */
+    {
+        char *blocks[6];
+
+        for (int i = 0; i < 6; i++) {
+            blocks[i] = xmalloc(64 * mib);
+            memset(blocks[i], i, 64 * mib);
+        }
+        for (int i = 0; i < 6; i++)
+            xfree(blocks[i]);
+        CHECK(smheap_committed() <= 256 * mib + 8 * mib, "384 MiB freed with a 256 MiB bound: "
+              "%zu MiB still committed", smheap_committed() / mib);
+    }
+    return failures;
+}
+
 /* Heap off (ENABLE=0, malformed settings, /dev/shm too small): all from glibc, a reason. */
 static int test_off(void)
 {
@@ -476,6 +536,8 @@ int main(int argc, char **argv)
         rc = test_fork();
     else if (!strcmp(c, "exhaustion"))
         rc = test_exhaustion();
+    else if (!strcmp(c, "big-blocks"))
+        rc = test_big_blocks();
     else if (!strcmp(c, "off"))
         rc = test_off();
     else if (!strcmp(c, "selftest"))
@@ -492,7 +554,7 @@ int main(int argc, char **argv)
         rc = rank_reader(atoi(argv[2]));
     else {
         fprintf(stderr, "usage: heap_test family|alignments|threads|thread-exit|fork|"
-                "exhaustion|off|selftest|two-ranks\n");
+                "exhaustion|big-blocks|off|selftest|two-ranks\n");
         return 2;
     }
     return rc ? 1 : 0;

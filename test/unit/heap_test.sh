@@ -4,7 +4,8 @@
 set -u
 t=${HEAP_TEST:-./test/unit/heap_test}
 unset MPI_LOCALRANKID MPI_LOCALNRANKS MPICH_CH3_SMHEAP_ENABLE MPIR_CVAR_CH3_SMHEAP_ENABLE \
-      MPICH_CH3_SMHEAP_SIZE MPIR_CVAR_CH3_SMHEAP_SIZE MPIR_PARAM_CH3_SMHEAP_SIZE
+      MPICH_CH3_SMHEAP_SIZE MPIR_CVAR_CH3_SMHEAP_SIZE MPIR_PARAM_CH3_SMHEAP_SIZE \
+      MPICH_CH3_SMHEAP_RETAIN MPIR_CVAR_CH3_SMHEAP_RETAIN MPIR_PARAM_CH3_SMHEAP_RETAIN
 failed=0
 n=0
 shm_before=$(ls /dev/shm | grep -c '^smheap-' || true)
@@ -30,6 +31,9 @@ run 8-threads-cross-frees "" "$t" threads
 run thread-exit "" "$t" thread-exit
 run fork-policy "" "$t" fork
 run exhaustion-16MiB-slice "" MPIR_CVAR_CH3_SMHEAP_SIZE=16M "$t" exhaustion
+run big-blocks-reuse-grow-bound "" MPIR_CVAR_CH3_SMHEAP_SIZE=4G MPIR_CVAR_CH3_SMHEAP_RETAIN=256M "$t" big-blocks
+run malformed-retain "MPIR_CVAR_CH3_SMHEAP_RETAIN=lots is not a size" \
+    MPIR_CVAR_CH3_SMHEAP_RETAIN=lots "$t" off
 run selftest "" "$t" selftest
 run two-ranks-share "" "$t" two-ranks
 run enable-0 "turned off by MPIR_CVAR_CH3_SMHEAP_ENABLE" MPIR_CVAR_CH3_SMHEAP_ENABLE=0 "$t" off
