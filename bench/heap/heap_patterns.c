@@ -87,19 +87,32 @@ static size_t parse_size(const char *s)
     return (size_t) v;
 }
 
-/* Write one byte in every page of [from, to), as a program filling the block would
- * touch it: a cache line further into each page, so that the writes do not all fall into
- * one set of the cache (which would time where the allocator happened to put the block
- * within its page, not the allocator). */
+/* The byte a program filling the block would touch in the page at i: a cache line further
+ * into each page, so that the touches do not all fall into one set of the cache (which
+ * would time where the allocator happened to put the block within its page). */
+static size_t page_byte(size_t i, size_t end)
+{
+    size_t at = i + (i / PAGE * 64) % PAGE;
+
+    return at < end ? at : i;
+}
+
+/* Write one byte in every page of [from, to), and the last byte. */
 static void touch_pages(char *p, size_t from, size_t to, unsigned char value)
 {
-    for (size_t i = from; i < to; i += PAGE) {
-        size_t at = i + (i / PAGE * 64) % PAGE;
-
-        p[at < to ? at : i] = (char) value;
-    }
+    for (size_t i = from; i < to; i += PAGE)
+        p[page_byte(i, to)] = (char) value;
     if (to > from)
         p[to - 1] = (char) value;
+}
+
+/* The bytes touch_pages would write are all zero. */
+static int zeroed(const char *p, size_t size)
+{
+    for (size_t i = 0; i < size; i += PAGE)
+        if (p[page_byte(i, size)] != 0)
+            return 0;
+    return p[size - 1] == 0;
 }
 
 static void die(const char *what)
@@ -165,7 +178,9 @@ static long churn_ops(size_t size)
     return ops > 200000 / scale ? 200000 / scale : ops < 4 ? 4 : ops;
 }
 
-static double churn_one(size_t size)
+/* malloc (or calloc, checked to come zeroed) a block of size, touch every page, free it;
+ * the operation counts depend only on the size, and the first one is not timed. */
+static double churn_one(const char *pattern, size_t size, int cleared)
 {
     long ops = churn_ops(size);
     double start = 0;
@@ -175,15 +190,17 @@ static double churn_one(size_t size)
 
         if (i == 0)
             start = now_ns();
-        if ((p = malloc(size)) == NULL)
-            die("malloc");
-        touch_pages(p, 0, size, (unsigned char) i);
+        if ((p = cleared ? calloc(size / 8, 8) : malloc(size)) == NULL)
+            die(pattern);
+        if (cleared && !zeroed(p, size))
+            die("calloc zeroing");
+        touch_pages(p, 0, size, (unsigned char) (i | 1));
         if (i == ops / 2)
             sample_shm();
         free(p);
     }
     start = now_ns() - start;
-    printf("churn %zu ops %ld ns_per_op %.2f\n", size, ops, start / ops);
+    printf("%s %zu ops %ld ns_per_op %.2f\n", pattern, size, ops, start / ops);
     return start;
 }
 
@@ -192,9 +209,9 @@ static double run_churn(size_t min, size_t max)
     double total = 0;
 
     for (size_t s = min; s <= max; s *= 2) {
-        total += churn_one(s);
+        total += churn_one("churn", s, 0);
         if (s + s / 2 + 3 <= max && s >= 32)
-            total += churn_one(s + s / 2 + 3);  /* odd, between two powers of two */
+            total += churn_one("churn", s + s / 2 + 3, 0);      /* odd, between powers of two */
     }
     return total;
 }
@@ -286,44 +303,12 @@ static double run_producer(long ops)
 
 /* --- calloc of large zeroed arrays --- */
 
-static double calloc_one(size_t size)
-{
-    long ops = churn_ops(size);
-    double start = 0;
-
-    for (long i = -1; i < ops; i++) {
-        char *p;
-
-        if (i == 0)
-            start = now_ns();
-        if ((p = calloc(size / 8, 8)) == NULL)
-            die("calloc");
-        for (size_t j = 0; j < size; j += PAGE) {
-            size_t at = j + (j / PAGE * 64) % PAGE;     /* as touch_pages */
-
-            if (at >= size)
-                at = j;
-            if (p[at] != 0)
-                die("calloc zeroing");
-            p[at] = 1;
-        }
-        if (p[size - 1] != 0)
-            die("calloc zeroing");
-        if (i == ops / 2)
-            sample_shm();
-        free(p);
-    }
-    start = now_ns() - start;
-    printf("calloc %zu ops %ld ns_per_op %.2f\n", size, ops, start / ops);
-    return start;
-}
-
 static double run_calloc(size_t min, size_t max)
 {
     double total = 0;
 
     for (size_t s = min; s <= max; s *= 4)
-        total += calloc_one(s);
+        total += churn_one("calloc", s, 1);
     return total;
 }
 

@@ -56,7 +56,7 @@ static struct smheap_region region;
 static uintptr_t region_base;   /* set once, before the heap turns on; never cleared */
 static size_t region_size;
 static int under_valgrind;      /* RUNNING_ON_VALGRIND, which cannot change, read once */
-static int heap_fast;           /* on, and no valgrind: malloc and free take the short path */
+static _Atomic int heap_fast;   /* on, and no valgrind: malloc and free take the short path */
 static char off_reason[SMHEAP_MSG_LEN];
 
 static void say(const char *text)
@@ -66,7 +66,7 @@ static void say(const char *text)
 
 static void fork_child(void)
 {
-    heap_fast = 0;
+    atomic_store_explicit(&heap_fast, 0, memory_order_relaxed);
     atomic_store(&state, HEAP_FORKED);
 }
 
@@ -111,7 +111,7 @@ static void start_heap(void)
     under_valgrind = RUNNING_ON_VALGRIND;
     pthread_atfork(NULL, NULL, fork_child);
     atomic_store_explicit(&state, HEAP_ON, memory_order_release);
-    heap_fast = !under_valgrind;
+    atomic_store_explicit(&heap_fast, !under_valgrind, memory_order_relaxed);
 }
 
 /* 1 if this call may allocate from the heap (starting it on the very first call). */
@@ -174,7 +174,8 @@ PUBLIC void *malloc(size_t size)
 {
     void *p;
 
-    if (__builtin_expect(heap_fast, 1) && (p = smheap_engine_malloc(size)) != NULL)
+    if (__builtin_expect(atomic_load_explicit(&heap_fast, memory_order_relaxed), 1) &&
+        (p = smheap_engine_malloc(size)) != NULL)
         return p;
     return malloc_slowly(size);
 }
@@ -185,7 +186,7 @@ PUBLIC void free(void *p)
         return;         /* MPICH frees NULL twice per request */
     if (!in_region(p))
         __libc_free(p);
-    else if (__builtin_expect(heap_fast, 1))
+    else if (__builtin_expect(atomic_load_explicit(&heap_fast, memory_order_relaxed), 1))
         smheap_engine_free(p);
     else if (atomic_load_explicit(&state, memory_order_relaxed) != HEAP_FORKED)
         heap_free(p);
@@ -368,7 +369,7 @@ void smheap_disable(void)
 {
     int expected = HEAP_ON;
 
-    heap_fast = 0;
+    atomic_store_explicit(&heap_fast, 0, memory_order_relaxed);
     if (atomic_compare_exchange_strong(&state, &expected, HEAP_OFF))
         snprintf(off_reason, sizeof(off_reason), "turned off after it started");
 }
