@@ -251,7 +251,9 @@ static double run_realloc(size_t max)
 
 /* --- one thread allocates, another frees --- */
 
-#define QUEUE 4096
+/* Few blocks in flight: a deep queue fills when the producer runs ahead, and the peak RSS
+ * would measure how far ahead, not what the allocators keep. */
+#define QUEUE 256
 static char *_Atomic queue[QUEUE];
 static long producer_ops;
 
