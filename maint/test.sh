@@ -151,6 +151,19 @@ two_jobs_at_once() {
     cat "$log/job-a.out" "$log/job-b.out"
     grep -q 'No Errors' "$log/job-a.out" && grep -q 'No Errors' "$log/job-b.out"
 }
+spin_chosen_by_cpus() {
+    # Ranks that outnumber the CPUs their affinity allows them do not spin while waiting (the
+    # peer they wait for may need that CPU); ranks with a CPU each do; the setting overrides.
+    local one all set
+    one=$(timeout 120 taskset -c 0 "$bin/mpiexec" -n 3 "$work/spin_choice" 2>&1)
+    all=$(timeout 120 "$bin/mpiexec" -n 1 "$work/spin_choice" 2>&1)
+    set=$(MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS=77 timeout 120 taskset -c 0 "$bin/mpiexec" -n 3 \
+        "$work/spin_choice" 2>&1)
+    printf '%s\n' "$one" "$all" "$set"
+    echo "$one" | grep -q 'node_cpus=1 spin_polls=0$' && echo "$one" | grep -q 'No Errors' &&
+        echo "$all" | grep -q "node_cpus=$(nproc) spin_polls=2000$" &&
+        echo "$set" | grep -q 'node_cpus=1 spin_polls=77$' && echo "$set" | grep -q 'No Errors'
+}
 dlopen_libmpi() {
     local out
     out=$(timeout 120 "${heap_on[@]}" "$bin/mpiexec" -n 2 "$work/dlopen_mpi" 2>&1)
@@ -188,6 +201,7 @@ valgrind_reports() {
 "$bin/mpicc" -o "$work/use_after_free" "$top/test/checks/use_after_free.c" || failed=$((failed + 1))
 "$bin/mpicc" -o "$work/heapshare" "$top/test/mpi/heap/heapshare.c" || failed=$((failed + 1))
 "$bin/mpicc" -o "$work/fill_heap" "$top/test/checks/fill_heap.c" || failed=$((failed + 1))
+"$bin/mpicc" -o "$work/spin_choice" "$top/test/checks/spin_choice.c" || failed=$((failed + 1))
 gcc -I"$prefix/include" -DLIBMPI="\"$prefix/lib/libmpi.so\"" -o "$work/dlopen_mpi" \
     "$top/test/checks/dlopen_mpi.c" -ldl || failed=$((failed + 1))
 
@@ -200,6 +214,7 @@ check tmpfs-full-later tmpfs_full_later
 check malformed-setting-stops-job malformed_setting_stops_job
 check shm-too-small shm_too_small
 check dlopen-libmpi dlopen_libmpi
+check spin-chosen-by-cpus spin_chosen_by_cpus
 check valgrind-clean valgrind_clean
 check valgrind-reports-use-after-free-and-leak valgrind_reports
 mkdir -p "$work/heap"

@@ -1,6 +1,6 @@
 /*
- * ch3:smheap -- the node segment: one ring per ordered pair of local ranks and one
- * doorbell per rank.
+ * ch3:smheap -- the node segment: one ring per ordered pair of local ranks, one doorbell
+ * per rank, and each rank's CPU affinity mask (do the ranks outnumber their CPUs?).
  *
  * A receiver's inbox is the set of rings that point at it.  A message starts at the
  * beginning of a cell (so a packet header never straddles cells) and may continue in the
@@ -20,6 +20,7 @@
 typedef struct smheap_queue {
     int nranks;
     int my_rank;
+    int node_cpus;              /* CPUs the node's ranks may run on between them */
     smheap_ring_geometry_t geom;
     void *segment;
     smheap_doorbell_t *bells;   /* [nranks] */

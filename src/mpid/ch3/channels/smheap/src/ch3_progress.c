@@ -5,6 +5,7 @@
  */
 
 #include "mpidi_ch3_impl.h"
+#include <sched.h>
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -13,14 +14,16 @@ cvars:
     - name        : MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS
       category    : CH3
       type        : int
-      default     : 2000
+      default     : -1
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        ch3:smheap: how many times a rank waiting for a message polls its inbox
-        before it starts yielding the CPU.  Larger values lower latency when every
-        rank has a core of its own; smaller values help jobs with more ranks than cores.
+        ch3:smheap: how many times a rank waiting for a message or a collective polls
+        before it starts yielding the CPU.  Larger values lower latency when every rank
+        has a core of its own; spinning only delays the peer it waits for when the ranks
+        outnumber their CPUs.  -1 chooses: 2000, or 0 when the node's ranks outnumber the
+        CPUs their affinity masks allow between them.
 
     - name        : MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS
       category    : CH3
@@ -31,7 +34,8 @@ cvars:
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
         ch3:smheap: after spinning, how many times a waiting rank yields the CPU
-        (sched_yield) between polls before it sleeps until a peer wakes it.
+        (sched_yield) between polls before it sleeps until a peer wakes it.  Negative
+        values count as 0.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -50,6 +54,8 @@ static int next_peer;           /* round-robin start of the inbox scan */
  * That bounds the cost of a wake-up we did not foresee (a progress hook with work outside
  * the rings, say); a correct doorbell makes it irrelevant. */
 #define SMHEAP_SLEEP_NSEC (10 * 1000 * 1000)
+
+#define SMHEAP_SPIN_POLLS_ALONE 2000  /* polls of a rank with a CPU of its own (measured) */
 
 static unsigned long long PVAR_COUNTER_smheap_sleeps;
 static unsigned long long PVAR_COUNTER_smheap_cells_received;
@@ -304,34 +310,45 @@ static int poll_once(int *made_progress)
 /* ------------------------------------------------------------------------------------ */
 /* Waiting                                                                              */
 
-/* Has a request completed since the caller last looked?  (Does not consume it.) */
-static int completion_pending(MPID_Progress_state * state)
-{
-    return MPL_atomic_acquire_load_int(&MPIDI_CH3I_progress_completion_count) !=
-        state->ch.completion_count;
-}
+/* The waiting ladder, one for every blocking wait of the channel (requests, collectives):
+ * poll; while nothing happens, spin for spin_polls polls, then yield the CPU between polls
+ * for yield_polls more, then sleep on the doorbells until a peer rings.  Spinning is what a
+ * rank with a core of its own does best; when the node's ranks outnumber their CPUs, the
+ * peer a spinning rank waits for may be the one it keeps from running, so it yields at once
+ * (spin_polls 0, chosen in MPIDI_CH3I_Progress_init). */
+static int spin_polls, yield_polls;
 
-static int completed_since(MPID_Progress_state * state)
+/* MPICH's global lock may be held recursively; release it for the duration of fn(arg), as
+ * MPIDU_Thread_yield does around its yield, so the application's other threads can use MPI
+ * meanwhile (and ring us). */
+static int without_global_lock(int (*fn) (void *), void *arg)
 {
-    int now = MPL_atomic_acquire_load_int(&MPIDI_CH3I_progress_completion_count);
-    if (now != state->ch.completion_count) {
-        state->ch.completion_count = now;
-        return TRUE;
-    }
-    return FALSE;
-}
-
-/* Give the CPU to other processes and to this process's other threads for a moment. */
-static void yield_cpu(void)
-{
-#ifdef MPICH_IS_THREADED
+#if defined(MPICH_IS_THREADED) && MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__GLOBAL
     if (MPIR_ThreadInfo.isThreaded) {
-        /* releases the global lock however deeply it is held, yields, relocks */
-        MPID_THREAD_CS_YIELD(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
-        return;
+        MPID_Thread_mutex_t *m = &MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX;
+        int count = m->count, lock_err = 0, ret;
+        MPL_thread_id_t owner = m->owner;
+
+        m->count = 0;
+        m->owner = 0;
+        MPIDU_Thread_mutex_unlock(m, &lock_err);
+        MPIR_Assert(lock_err == 0);
+        ret = fn(arg);
+        MPIDU_Thread_mutex_lock(m, &lock_err, MPL_THREAD_PRIO_LOW);
+        MPIR_Assert(lock_err == 0 && m->count == 0);
+        m->count = count;
+        m->owner = owner;
+        return ret;
     }
 #endif
-    MPL_sched_yield();
+    return fn(arg);
+}
+
+/* sched_yield itself: MPL_sched_yield does nothing on Linux (MPL's configure default). */
+static int yield_once(void *arg)
+{
+    (void) arg;
+    return sched_yield();
 }
 
 /* What a sleeping thread waits on: our node doorbell, and our doorbell in every link
@@ -367,93 +384,101 @@ static void disarm_bells(bell_set_t * set)
     MPIDI_CH3I_Link_sleepers--;
 }
 
-/* Sleep on our doorbells.  With threads, MPICH's global lock (which may be held
- * recursively) is released for the duration, exactly as MPIDU_Thread_yield does around
- * sched_yield, so the application's other threads can use MPI -- and ring us. */
-static int sleep_on_bells(const bell_set_t * set)
+static int sleep_on_bells(void *arg)
 {
-    int err;
-#if defined(MPICH_IS_THREADED) && MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__GLOBAL
-    if (MPIR_ThreadInfo.isThreaded) {
-        MPID_Thread_mutex_t *m = &MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX;
-        int count = m->count, lock_err = 0;
-        MPL_thread_id_t owner = m->owner;
+    const bell_set_t *set = arg;
 
-        m->count = 0;
-        m->owner = 0;
-        MPIDU_Thread_mutex_unlock(m, &lock_err);
-        MPIR_Assert(lock_err == 0);
-        err = smheap_doorbell_sleep_any(set->bells, set->seqs, set->n, SMHEAP_SLEEP_NSEC);
-        MPIDU_Thread_mutex_lock(m, &lock_err, MPL_THREAD_PRIO_LOW);
-        MPIR_Assert(lock_err == 0 && m->count == 0);
-        m->count = count;
-        m->owner = owner;
-        return err;
-    }
-#endif
-    err = smheap_doorbell_sleep_any(set->bells, set->seqs, set->n, SMHEAP_SLEEP_NSEC);
-    return err;
+    return smheap_doorbell_sleep_any(set->bells, set->seqs, set->n, SMHEAP_SLEEP_NSEC);
 }
 
-/* Nothing to do for a while: announce ourselves as a sleeper, look once more (a peer
- * that published work before seeing us will not ring), then sleep on the doorbells. */
-static int sleep_until_rung(MPID_Progress_state * state, int *made_progress)
+/* Nothing to do for a while: announce ourselves as a sleeper, look once more (a peer that
+ * published work before seeing us will not ring), then sleep on the doorbells. */
+static int sleep_until_rung(int (*ready) (void *), void *arg, int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
     bell_set_t set;
-    int err;
+    int err = 0;
 
     mpi_errno = arm_bells(&set);
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = poll_once(made_progress);
-    if (mpi_errno == MPI_SUCCESS && !*made_progress && !completion_pending(state)) {
+    if (mpi_errno == MPI_SUCCESS && !*made_progress && !ready(arg)) {
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_sleeps, 1);
-        err = sleep_on_bells(&set);
-        if (err)
-            MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_futex", "**smheap_futex %s",
-                          strerror(err));
+        err = without_global_lock(sleep_on_bells, &set);
     }
     disarm_bells(&set);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIR_ERR_CHKANDJUMP1(err, mpi_errno, MPI_ERR_OTHER, "**smheap_futex",
+                         "**smheap_futex %s", strerror(err));
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
-int MPIDI_CH3I_Progress(MPID_Progress_state * state, int blocking)
+/* Poll until ready(arg) holds.  Whoever changes what ready() looks at from another process
+ * must ring this rank's doorbell afterwards (MPIDI_CH3I_Smheap_wake). */
+static int wait_until(int (*ready) (void *), void *arg)
 {
     int mpi_errno = MPI_SUCCESS;
     int idle = 0;
-    int spin = MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS;
-    int yield = spin + MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS;
-
-    MPIR_FUNC_ENTER;
-    MPIR_Assert(!blocking || state != NULL);
 
     for (;;) {
         int made_progress = FALSE;
 
         mpi_errno = poll_once(&made_progress);
         MPIR_ERR_CHECK(mpi_errno);
-        if (!blocking || completed_since(state))
+        if (ready(arg))
             break;
         if (made_progress) {
             idle = 0;
-            continue;
-        }
-
-        if (++idle < spin) {
+        } else if (++idle < spin_polls) {
 #ifdef MPICH_IS_THREADED
             /* let the application's other threads into MPI now and then */
             if ((idle & 63) == 0)
                 MPID_THREAD_CS_YIELD(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
 #endif
             MPL_atomic_compiler_barrier();
-        } else if (idle < yield) {
-            yield_cpu();
+        } else if (idle < spin_polls + yield_polls) {
+            without_global_lock(yield_once, NULL);
         } else {
-            mpi_errno = sleep_until_rung(state, &made_progress);
+            mpi_errno = sleep_until_rung(ready, arg, &made_progress);
             MPIR_ERR_CHECK(mpi_errno);
-            idle = made_progress ? 0 : spin;   /* after a wake-up, poll then sleep again */
+            idle = made_progress ? 0 : spin_polls;      /* woken: poll, yield, sleep again */
         }
     }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Has a request completed since the caller last looked?  (Does not consume it.) */
+static int completion_pending(void *arg)
+{
+    MPID_Progress_state *state = arg;
+
+    return MPL_atomic_acquire_load_int(&MPIDI_CH3I_progress_completion_count) !=
+        state->ch.completion_count;
+}
+
+int MPIDI_CH3I_Progress(MPID_Progress_state * state, int blocking)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int made_progress = FALSE;
+
+    MPIR_FUNC_ENTER;
+    MPIR_Assert(!blocking || state != NULL);
+
+    if (blocking)
+        mpi_errno = wait_until(completion_pending, state);
+    else
+        mpi_errno = poll_once(&made_progress);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (blocking)
+        state->ch.completion_count =
+            MPL_atomic_acquire_load_int(&MPIDI_CH3I_progress_completion_count);
 
   fn_exit:
     MPIR_FUNC_EXIT;
@@ -462,52 +487,13 @@ int MPIDI_CH3I_Progress(MPID_Progress_state * state, int blocking)
     goto fn_exit;
 }
 
-/* Wait until ready(arg) holds, the way a blocking progress wait waits for a request: poll
- * (which keeps point-to-point traffic moving: a peer may wait for us), then yield, then
- * sleep on the doorbell.  Whoever changes what ready() looks at must ring this rank's
- * doorbell afterwards (MPIDI_CH3I_Smheap_wake). */
+/* Wait until ready(arg) holds, the way a blocking progress wait waits for a request (this
+ * rank's point-to-point traffic keeps moving meanwhile: a peer may be waiting for it). */
 int MPIDI_CH3I_Progress_wait_for(int (*ready) (void *), void *arg)
 {
-    int mpi_errno = MPI_SUCCESS;
-    int idle = 0;
-    int spin = MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS;
-    int yield = spin + MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS;
-
-    while (!ready(arg)) {
-        int made_progress = FALSE;
-
-        mpi_errno = poll_once(&made_progress);
-        MPIR_ERR_CHECK(mpi_errno);
-        if (made_progress) {
-            idle = 0;
-        } else if (++idle < spin) {
-            MPL_atomic_compiler_barrier();
-        } else if (idle < yield) {
-            yield_cpu();
-        } else {
-            bell_set_t set;
-            int err = 0;
-
-            mpi_errno = arm_bells(&set);
-            if (mpi_errno == MPI_SUCCESS && !ready(arg)) {
-                mpi_errno = poll_once(&made_progress);
-                if (mpi_errno == MPI_SUCCESS && !made_progress) {
-                    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_sleeps, 1);
-                    err = sleep_on_bells(&set);
-                }
-            }
-            disarm_bells(&set);
-            MPIR_ERR_CHECK(mpi_errno);
-            MPIR_ERR_CHKANDJUMP1(err, mpi_errno, MPI_ERR_OTHER, "**smheap_futex",
-                                 "**smheap_futex %s", strerror(err));
-            idle = spin;
-        }
-    }
-
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
+    if (ready(arg))
+        return MPI_SUCCESS;
+    return wait_until(ready, arg);
 }
 
 #ifdef MPICH_IS_THREADED
@@ -522,6 +508,31 @@ void MPIDI_CH3I_Progress_wakeup(void)
 
 /* ------------------------------------------------------------------------------------ */
 /* Set-up and connection teardown                                                       */
+
+static int oversubscribed(void)
+{
+    return smheap_queue.nranks > smheap_queue.node_cpus;
+}
+
+static void get_spin_polls(void *addr, void *obj_handle, int count, void *buf)
+{
+    (void) addr, (void) obj_handle, (void) count;
+    *(unsigned long long *) buf = (unsigned long long) spin_polls;
+}
+
+static void get_node_cpus(void *addr, void *obj_handle, int count, void *buf)
+{
+    (void) addr, (void) obj_handle, (void) count;
+    *(unsigned long long *) buf = (unsigned long long) smheap_queue.node_cpus;
+}
+
+static void choose_spin(void)
+{
+    spin_polls = MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS;
+    if (spin_polls < 0)
+        spin_polls = oversubscribed()? 0 : SMHEAP_SPIN_POLLS_ALONE;
+    yield_polls = MPL_MAX(MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS, 0);
+}
 
 int MPIDI_CH3I_Progress_init(void)
 {
@@ -545,6 +556,7 @@ int MPIDI_CH3I_Progress_init(void)
     for (i = 0; i < smheap_queue.nranks; i++)
         if (i != smheap_queue.my_rank)
             peer_vcs[i] = &pg->vct[i];
+    choose_spin();
 
     MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_sleeps,
                                         MPI_T_VERBOSITY_USER_DETAIL, MPI_T_BIND_NO_OBJECT,
@@ -556,6 +568,17 @@ int MPIDI_CH3I_Progress_init(void)
                                         (MPIR_T_PVAR_FLAG_READONLY |
                                          MPIR_T_PVAR_FLAG_CONTINUOUS), "CH3",
                                         "ring cells this rank received");
+    PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
+        MPI_UNSIGNED_LONG_LONG, smheap_spin_polls, (void *) NULL, 1,
+        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+        MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, get_spin_polls, NULL, "CH3",
+        "polls a waiting rank spins before it yields the CPU "
+        "(MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS, or the automatic choice)"));
+    PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
+        MPI_UNSIGNED_LONG_LONG, smheap_node_cpus, (void *) NULL, 1,
+        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+        MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, get_node_cpus, NULL, "CH3",
+        "CPUs the ranks of this node may run on between them (their affinity masks)"));
 
   fn_exit:
     MPIR_FUNC_EXIT;

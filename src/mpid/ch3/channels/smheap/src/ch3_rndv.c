@@ -75,6 +75,7 @@ cvars:
 */
 
 #include "mpidi_ch3_impl.h"
+#include <sched.h>
 #include "smheap.h"
 #include <stdatomic.h>
 
@@ -294,14 +295,15 @@ static intptr_t copy_chunks(smheap_copy_job_t * job, char *dst, const char *src,
 }
 
 /* Every chunk is claimed; wait for the sender to finish the ones it took (it is copying
- * them right now, unless the OS preempted it). */
+ * them right now, unless the OS preempted it: then give it the CPU; MPL_sched_yield does
+ * nothing on Linux). */
 static void wait_for_helper(smheap_copy_job_t * job, intptr_t len)
 {
     int polls = 0;
 
     while (atomic_load_explicit(&job->done, memory_order_acquire) < (size_t) len) {
         if (++polls > 1000)
-            MPL_sched_yield();
+            sched_yield();
     }
 }
 

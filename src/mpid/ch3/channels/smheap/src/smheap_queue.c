@@ -9,6 +9,7 @@
 
 #include "mpidi_ch3_impl.h"
 #include "mpidu_init_shm.h"
+#include <sched.h>
 
 smheap_queue_t smheap_queue;
 
@@ -100,10 +101,31 @@ static int agree_on_ring_size(int nranks, int my_rank, size_t *ring)
     goto fn_exit;
 }
 
+/* The CPUs this rank may run on, published in its entry of the segment's table; a failure
+ * (more CPUs than a cpu_set_t holds) publishes every CPU, so it never looks crowded. */
+static void publish_cpus(cpu_set_t * mine)
+{
+    if (sched_getaffinity(0, sizeof(*mine), mine) != 0)
+        memset(mine, 0xff, sizeof(*mine));
+}
+
+/* How many CPUs the node's ranks may run on between them (the union of their affinity
+ * masks), once every rank has published its own. */
+static int count_node_cpus(const cpu_set_t * table, int nranks)
+{
+    cpu_set_t all;
+
+    CPU_ZERO(&all);
+    for (int r = 0; r < nranks; r++)
+        CPU_OR(&all, &all, &table[r]);
+    return CPU_COUNT(&all);
+}
+
 int MPIDI_CH3I_Smheap_queue_init(int nranks, int my_rank)
 {
     int mpi_errno = MPI_SUCCESS;
-    size_t bells_len, len, ring;
+    size_t bells_len, cpus_len, len, ring;
+    cpu_set_t *cpus;
 
     MPIR_FUNC_ENTER;
 
@@ -117,7 +139,9 @@ int MPIDI_CH3I_Smheap_queue_init(int nranks, int my_rank)
     set_geometry(ring);
 
     bells_len = MPL_ROUND_UP_ALIGN((size_t) nranks * sizeof(smheap_doorbell_t), 4096);
-    len = bells_len + (size_t) nranks * nranks * smheap_ring_size(&smheap_queue.geom);
+    cpus_len = MPL_ROUND_UP_ALIGN((size_t) nranks * sizeof(cpu_set_t), 4096);
+    len = bells_len + cpus_len +
+        (size_t) nranks * nranks * smheap_ring_size(&smheap_queue.geom);
     mpi_errno = MPIDU_Init_shm_alloc(len, &smheap_queue.segment);
     MPIR_ERR_CHECK(mpi_errno);
 
@@ -126,10 +150,13 @@ int MPIDI_CH3I_Smheap_queue_init(int nranks, int my_rank)
         memset(smheap_queue.segment, 0, len);
 
     smheap_queue.bells = (smheap_doorbell_t *) smheap_queue.segment;
-    smheap_queue.rings = (char *) smheap_queue.segment + bells_len;
+    cpus = (cpu_set_t *) ((char *) smheap_queue.segment + bells_len);
+    smheap_queue.rings = (char *) smheap_queue.segment + bells_len + cpus_len;
+    publish_cpus(&cpus[my_rank]);
 
     mpi_errno = MPIDU_Init_shm_barrier();
     MPIR_ERR_CHECK(mpi_errno);
+    smheap_queue.node_cpus = count_node_cpus(cpus, nranks);
 
   fn_exit:
     MPIR_FUNC_EXIT;
