@@ -25,7 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define CHUNK ((size_t) 4 << 20)
+#define CHUNK ((size_t) 1 << 20)
 #define PAGE ((size_t) 4096)
 
 struct chunk {
