@@ -164,6 +164,14 @@ spin_chosen_by_cpus() {
         echo "$all" | grep -q "node_cpus=$(nproc) spin_polls=2000$" &&
         echo "$set" | grep -q 'node_cpus=1 spin_polls=77$' && echo "$set" | grep -q 'No Errors'
 }
+wrapper_script_shares_heap() {
+    # Ranks started through a shell that does not exec them (a job script's wrapper) are
+    # grandchildren of the proxy; they still share one heap.
+    local out
+    out=$(timeout 120 "${heap_on[@]}" "$bin/mpiexec" -n 3 sh -c "'$work/heapshare'; true" 2>&1)
+    echo "$out"
+    echo "$out" | grep -q 'No Errors' && ! echo "$out" | grep -q 'large messages are copied'
+}
 dlopen_libmpi() {
     local out
     out=$(timeout 120 "${heap_on[@]}" "$bin/mpiexec" -n 2 "$work/dlopen_mpi" 2>&1)
@@ -210,6 +218,7 @@ check singleton-without-mpiexec singleton_without_mpiexec
 check multinode-refused multinode_refused
 check no-shm-leftovers-after-kill no_shm_leftovers_after_kill
 check two-jobs-at-once two_jobs_at_once
+check wrapper-script-shares-heap wrapper_script_shares_heap
 check tmpfs-full-later tmpfs_full_later
 check malformed-setting-stops-job malformed_setting_stops_job
 check shm-too-small shm_too_small

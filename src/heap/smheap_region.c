@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
 #include <sys/mman.h>
@@ -85,11 +86,31 @@ static unsigned long long start_time(pid_t pid)
     return t;
 }
 
-/* Every rank of a job on a node is a child of the same Hydra proxy, so the proxy (pid and
+/* The Hydra proxy that started this rank: the process at the other end of the PMI socket
+ * (PMI_FD; the proxy made the socket pair), which holds also when a wrapper script stands
+ * between them; else the parent. */
+static pid_t launching_proxy(void)
+{
+    const char *fd_text = getenv("PMI_FD");
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    char *end;
+    long fd;
+
+    if (fd_text != NULL) {
+        fd = strtol(fd_text, &end, 10);
+        if (end != fd_text && *end == '\0' && fd >= 0 && fd <= INT32_MAX &&
+            getsockopt((int) fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0)
+            return cred.pid;
+    }
+    return getppid();
+}
+
+/* Every rank of a job on a node was started by the same Hydra proxy, so the proxy (pid and
  * start time) names the job; a singleton names itself. */
 static void name_region(const struct smheap_config *cfg, struct smheap_region *r)
 {
-    pid_t owner = cfg->singleton ? getpid() : getppid();
+    pid_t owner = cfg->singleton ? getpid() : launching_proxy();
 
     snprintf(r->job_key, sizeof(r->job_key), "%u-%d-%llu%s", (unsigned) geteuid(),
              (int) owner, start_time(owner), cfg->singleton ? "-s" : "");
