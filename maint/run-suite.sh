@@ -46,7 +46,7 @@ out=${out:-$BUILD_DIR/results/$suite-$device}
 mkdir -p "$obj" "$out"
 out=$(cd "$out" && pwd)
 
-if [ ! -f "$obj/Makefile" ] || [ "$obj/.prefix" != "" ] && [ "$(cat "$obj/.prefix" 2>/dev/null)" != "$prefix" ]; then
+if [ ! -f "$obj/Makefile" ] || [ "$(cat "$obj/.prefix" 2>/dev/null)" != "$prefix" ]; then
     echo "== configuring MPICH's test/mpi against $prefix"
     rm -rf "$obj" && mkdir -p "$obj"
     (cd "$obj" && "$src/test/mpi/configure" --with-mpi="$prefix" --disable-fortran --disable-cxx \
