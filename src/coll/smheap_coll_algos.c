@@ -42,7 +42,7 @@ static view_t view_of(const void *buf, MPI_Aint count, MPI_Datatype dt)
 
 static int in_heap(const void *p, MPI_Aint len)
 {
-    return len <= 0 || (smheap_in_region(p) && smheap_in_region((const char *) p + len - 1));
+    return len <= 0 || smheap_holds(p, (size_t) len);
 }
 
 static smheap_coll_slot_t *slot(smheap_coll_comm_t * cc, int rank)

@@ -39,11 +39,6 @@ void MPIDI_CH3I_Smheap_coll_count(int shared)
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_fallback, 1);
 }
 
-static int reachable_by_peers(const void *p, size_t len)
-{
-    return smheap_in_region(p) && smheap_in_region((const char *) p + len - 1);
-}
-
 static void free_released_zombies(void)
 {
     zombie_t **link = &zombies;
@@ -149,7 +144,7 @@ static int make_ctrl(MPIR_Comm * comm, smheap_coll_comm_t * cc)
 
     if (comm->rank == 0) {
         ctrl = MPL_aligned_alloc(SMHEAP_CACHELINE, len, MPL_MEM_COMM);
-        if (ctrl != NULL && !reachable_by_peers(ctrl, len)) {
+        if (ctrl != NULL && !smheap_holds(ctrl, len)) {
             MPL_free(ctrl);
             ctrl = NULL;
         }
@@ -191,7 +186,7 @@ void *MPIDI_CH3I_Smheap_coll_scratch(smheap_coll_comm_t * cc, size_t len)
         return cc->scratch;
     len = MPL_MAX(len, 2 * cc->scratch_len);
     p = MPL_aligned_alloc(SMHEAP_CACHELINE, len, MPL_MEM_BUFFER);
-    if (p != NULL && !reachable_by_peers(p, len)) {
+    if (p != NULL && !smheap_holds(p, len)) {
         MPL_free(p);
         return NULL;
     }

@@ -20,6 +20,10 @@ int smheap_active(void);
 /* 1 if p points into the shared region (any rank's slice). */
 int smheap_in_region(const void *p);
 
+/* 1 if every byte of [p, p+len) lies in the shared region, so that every rank of the node
+ * can read it through the same pointer (an empty range does, wherever it points). */
+int smheap_holds(const void *p, size_t len);
+
 /* Why the heap is off ("" while it is on or has not started). */
 const char *smheap_off_reason(void);
 

@@ -339,6 +339,11 @@ int smheap_in_region(const void *p)
     return in_region(p);
 }
 
+int smheap_holds(const void *p, size_t len)
+{
+    return len == 0 || ((uintptr_t) p - region_base <= region_size - len && len <= region_size);
+}
+
 const char *smheap_off_reason(void)
 {
     return atomic_load(&state) == HEAP_OFF ? off_reason : "";

@@ -117,6 +117,11 @@ static int test_family(void)
     free(s);
     v = __libc_malloc(64);     /* a private block: free and realloc route it to glibc */
     CHECK(!smheap_in_region(v) && malloc_usable_size(v) >= 64, "glibc block");
+    p = xmalloc(1000);
+    CHECK(smheap_holds(p, 1000) && smheap_holds(p + 999, 1) && !smheap_holds(v, 64) &&
+          smheap_holds(v, 0) && !smheap_holds(p, SIZE_MAX) &&
+          !smheap_holds(p, (size_t) -(uintptr_t) p + 16), "smheap_holds: ranges in and out");
+    xfree(p);
     v = xrealloc(v, 128);
     CHECK(v && !smheap_in_region(v), "realloc of a glibc block stays in glibc");
     xfree(v);

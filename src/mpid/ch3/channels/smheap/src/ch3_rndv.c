@@ -138,12 +138,6 @@ static int single_copy_on(void)
     return MPIDI_CH3I_Smheap_heap_shared && MPIR_CVAR_CH3_SMHEAP_SINGLE_COPY;
 }
 
-/* Is [buf, buf+len) in the shared heap, so that every local rank can reach it? */
-static int reachable_by_peers(const void *buf, intptr_t len)
-{
-    return len > 0 && smheap_in_region(buf) && smheap_in_region((const char *) buf + len - 1);
-}
-
 /* The VC's eager limit: ch3 hands every larger message to MPIDI_CH3I_Smheap_RndvSend. */
 int MPIDI_CH3I_Smheap_eager_max_msg_sz(void)
 {
@@ -195,7 +189,7 @@ static smheap_copy_job_t *new_copy_job(intptr_t data_sz)
         data_sz < MPIR_CVAR_CH3_SMHEAP_SHARED_COPY_MIN)
         return NULL;
     job = MPL_aligned_alloc(SMHEAP_CACHELINE, sizeof(*job), MPL_MEM_BUFFER);
-    if (job != NULL && !reachable_by_peers(job, sizeof(*job))) {
+    if (job != NULL && !smheap_holds(job, sizeof(*job))) {
         MPL_free(job);  /* this thread allocates from glibc (heap full, thread exiting) */
         return NULL;
     }
@@ -256,7 +250,7 @@ int MPIDI_CH3I_Smheap_RndvSend(MPIR_Request ** sreq_p, const void *buf, MPI_Aint
 
     MPIR_FUNC_ENTER;
 
-    if (single_copy_on() && dt_contig && reachable_by_peers(data, data_sz)) {
+    if (single_copy_on() && dt_contig && data_sz > 0 && smheap_holds(data, (size_t) data_sz)) {
         mpi_errno = send_rts(*sreq_p, data, data_sz, rank, tag, comm, context_offset);
         if (mpi_errno != MPI_SUCCESS) {
             MPIR_Request_free(*sreq_p);
@@ -331,7 +325,7 @@ static int copy_contig(MPIDI_VC_t * vc, MPIR_Request * rreq, char *dst, intptr_t
     smheap_pkt_t upkt;
     smheap_pkt_help_t *help = &upkt.help;
 
-    if (job == NULL || len <= chunk || !reachable_by_peers(dst, len)) {
+    if (job == NULL || len <= chunk || !smheap_holds(dst, (size_t) len)) {
         smheap_copy(dst, src, len);
         goto fn_exit;
     }
