@@ -18,7 +18,7 @@ static smheap_coll_tables_t tables;
  * still held it; freed once the last peer lets go. */
 typedef struct zombie {
     smheap_coll_ctrl_t *ctrl;
-    struct zombie *next;
+    struct zombie *next, *prev;
 } zombie_t;
 static zombie_t *zombies;
 
@@ -41,16 +41,13 @@ void MPIDI_CH3I_Smheap_coll_count(int shared)
 
 static void free_released_zombies(void)
 {
-    zombie_t **link = &zombies;
+    zombie_t *z, *tmp;
 
-    while (*link) {
-        zombie_t *z = *link;
+    DL_FOREACH_SAFE(zombies, z, tmp) {
         if (atomic_load_explicit(&z->ctrl->users, memory_order_acquire) == 0) {
-            *link = z->next;
+            DL_DELETE(zombies, z);
             MPL_free(z->ctrl);
             MPL_free(z);
-        } else {
-            link = &z->next;
         }
     }
 }
@@ -71,8 +68,7 @@ static void release_ctrl(smheap_coll_ctrl_t * ctrl, int owner)
     if (z == NULL)
         return;         /* leaked until exit: a few hundred bytes */
     z->ctrl = ctrl;
-    z->next = zombies;
-    zombies = z;
+    DL_PREPEND(zombies, z);
 }
 
 /* Do all of the communicator's processes belong to our job (and so share our heap)?  Not

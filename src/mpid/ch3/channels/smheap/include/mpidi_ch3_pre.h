@@ -36,7 +36,7 @@ typedef struct MPIDI_CH3I_VC {
      * ch3 expects a field with this name in the channel part of the VC. */
     struct MPIR_Request *sendq_head;
     struct MPIR_Request *sendq_tail;
-    struct MPIDI_VC *pending_next;      /* on the list of VCs with queued sends */
+    struct MPIDI_VC *pending_next, *pending_prev;       /* on the list of VCs with queued sends */
     int on_pending_list;
     int terminate_when_drained;         /* Connection_terminate came with sends queued */
     int draining;                       /* MPIDI_CH3I_Send_progress_vc runs on this VC */

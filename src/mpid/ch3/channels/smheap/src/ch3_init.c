@@ -175,7 +175,7 @@ int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
     vc->ch.in_link = NULL;
     vc->ch.sendq_head = NULL;
     vc->ch.sendq_tail = NULL;
-    vc->ch.pending_next = NULL;
+    vc->ch.pending_next = vc->ch.pending_prev = NULL;
     vc->ch.on_pending_list = FALSE;
     vc->ch.terminate_when_drained = FALSE;
     vc->ch.draining = FALSE;

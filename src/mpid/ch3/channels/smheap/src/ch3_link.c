@@ -70,7 +70,7 @@ typedef struct smheap_link_hello {
 } smheap_link_hello_t;
 
 typedef struct smheap_link {
-    struct smheap_link *next;
+    struct smheap_link *next, *prev;    /* on the live list or the pending one */
     MPIDI_VC_t *vc;             /* NULL: retired (or, while pending, not attached yet) */
     smheap_link_segment_t *seg;
     size_t len;
@@ -203,20 +203,20 @@ static void unmap_link(smheap_link_t * l)
 
 int MPIDI_CH3I_Link_finalize(void)
 {
+    smheap_link_t *l, *tmp;
+
     if (listen_fd >= 0)
         close(listen_fd);
     listen_fd = -1;
     /* ch3 destroys the remaining process groups after us: leave their VCs nothing */
-    while (links) {
-        smheap_link_t *l = links;
-        links = l->next;
+    DL_FOREACH_SAFE(links, l, tmp) {
+        DL_DELETE(links, l);
         if (l->vc)
             MPIDI_CH3I_Link_retire(l->vc);
         unmap_link(l);
     }
-    while (pending) {
-        smheap_link_t *l = pending;
-        pending = l->next;
+    DL_FOREACH_SAFE(pending, l, tmp) {
+        DL_DELETE(pending, l);
         unmap_link(l);
     }
     retired = 0;
@@ -321,8 +321,7 @@ static void attach_in(MPIDI_VC_t * vc, smheap_link_t * l, int ring)
 
 static void add_link(smheap_link_t * l)
 {
-    l->next = links;
-    links = l;
+    DL_PREPEND(links, l);
     MPIDI_CH3I_Link_active = 1;
 }
 
@@ -562,33 +561,44 @@ static int accept_port_link(smheap_link_t * l)
 
 /* An outbox: the inbound ring of the sender's VC in our table of its group.  ch3 may not
  * have made that table yet (the sender's group learned about us first), and the VC may
- * still be reading an outbox the sender has closed: then it waits. */
-static int attach_outbox(smheap_link_t * l)
+ * still be reading an outbox the sender has closed: then it waits (NULL). */
+static MPIDI_VC_t *outbox_vc(const smheap_link_t * l)
 {
     MPIDI_PG_t *pg;
     MPIDI_VC_t *vc;
 
-    if (MPIDI_PG_Find(l->hello.pg_id, &pg) != MPI_SUCCESS || pg == NULL ||
+    if (MPIDI_PG_Find((void *) l->hello.pg_id, &pg) != MPI_SUCCESS || pg == NULL ||
         l->hello.pg_rank < 0 || l->hello.pg_rank >= pg->size)
-        return FALSE;
+        return NULL;
     vc = &pg->vct[l->hello.pg_rank];
-    if (vc->ch.in_link != NULL)
-        return FALSE;
+    return vc->ch.in_link == NULL ? vc : NULL;
+}
+
+/* Attach a new outbox to its VC, or keep it pending until it can be. */
+static void attach_outbox(smheap_link_t * l)
+{
+    MPIDI_VC_t *vc = outbox_vc(l);
+
+    if (vc == NULL) {
+        DL_PREPEND(pending, l);
+        return;
+    }
     add_link(l);
     attach_in(vc, l, 0);
-    return TRUE;
 }
 
 static void retry_pending(void)
 {
-    smheap_link_t **link = &pending;
+    smheap_link_t *l, *tmp;
 
-    while (*link) {
-        smheap_link_t *l = *link;
-        if (attach_outbox(l))
-            *link = l->next;    /* now on the live list */
-        else
-            link = &l->next;
+    DL_FOREACH_SAFE(pending, l, tmp) {
+        MPIDI_VC_t *vc = outbox_vc(l);
+
+        if (vc == NULL)
+            continue;
+        DL_DELETE(pending, l);
+        add_link(l);
+        attach_in(vc, l, 0);
     }
 }
 
@@ -624,9 +634,8 @@ static int accept_links(void)
         if (hello.kind == HELLO_PORT) {
             mpi_errno = accept_port_link(l);
             MPIR_ERR_CHECK(mpi_errno);
-        } else if (!attach_outbox(l)) {
-            l->next = pending;
-            pending = l;
+        } else {
+            attach_outbox(l);
         }
     }
 
@@ -643,8 +652,9 @@ static int accept_links(void)
 int MPIDI_CH3I_Link_poll(int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
+    smheap_link_t *l;
 
-    for (smheap_link_t * l = links; l; l = l->next) {
+    DL_FOREACH(links, l) {
         MPIDI_VC_t *vc = l->vc;
         int budget = l->geom.cells, got = 0;
         smheap_cell_t *cell;
@@ -718,17 +728,14 @@ void MPIDI_CH3I_Link_retire(MPIDI_VC_t * vc)
 /* Unmap retired links, where nobody reads them or sleeps on them. */
 void MPIDI_CH3I_Link_reap(void)
 {
-    smheap_link_t **link = &links;
+    smheap_link_t *l, *tmp;
 
     if (retired == 0 || MPIDI_CH3I_Link_sleepers > 0)
         return;
-    while (*link) {
-        smheap_link_t *l = *link;
+    DL_FOREACH_SAFE(links, l, tmp) {
         if (l->vc == NULL) {
-            *link = l->next;
+            DL_DELETE(links, l);
             unmap_link(l);
-        } else {
-            link = &l->next;
         }
     }
     retired = 0;
@@ -738,10 +745,14 @@ void MPIDI_CH3I_Link_reap(void)
 int MPIDI_CH3I_Link_bells(smheap_doorbell_t ** bells, int max)
 {
     int n = 0;
+    smheap_link_t *l;
 
-    for (smheap_link_t * l = links; l && n < max; l = l->next)
+    DL_FOREACH(links, l) {
+        if (n == max)
+            break;
         if (l->vc)
             bells[n++] = &l->seg->bell[l->side];
+    }
     return n;
 }
 

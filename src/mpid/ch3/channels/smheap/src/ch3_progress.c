@@ -243,18 +243,16 @@ void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc)
 {
     if (!vc->ch.on_pending_list) {
         vc->ch.on_pending_list = TRUE;
-        vc->ch.pending_next = pending_vcs;
-        pending_vcs = vc;
+        DL_PREPEND_NP(pending_vcs, vc, ch.pending_next, ch.pending_prev);
     }
 }
 
 static int push_pending_sends(int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPIDI_VC_t **link = &pending_vcs;
+    MPIDI_VC_t *vc, *tmp;
 
-    while (*link) {
-        MPIDI_VC_t *vc = *link;
+    DL_FOREACH_SAFE_NP(pending_vcs, vc, tmp, ch.pending_next, ch.pending_prev) {
         unsigned before = vc->ch.out.pos;
 
         mpi_errno = MPIDI_CH3I_Send_progress_vc(vc);
@@ -262,10 +260,8 @@ static int push_pending_sends(int *made_progress)
         if (vc->ch.out.pos != before)
             *made_progress = TRUE;
         if (MPIDI_CH3I_Sendq_empty(vc)) {
-            *link = vc->ch.pending_next;
+            DL_DELETE_NP(pending_vcs, vc, ch.pending_next, ch.pending_prev);
             vc->ch.on_pending_list = FALSE;
-        } else {
-            link = &vc->ch.pending_next;
         }
     }
 
