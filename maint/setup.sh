@@ -158,8 +158,13 @@ if [ ! -f "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ] ||
         { cat "$BUILD_DIR/autoreconf.log"; exit 1; }
 fi
 mkdir -p "$BUILD_DIR/project"
-[ -f "$BUILD_DIR/project/Makefile" ] ||
-    (cd "$BUILD_DIR/project" && "$top/configure" -q --with-jemalloc="$jemalloc") || exit 1
+project_args=(--with-jemalloc="$jemalloc" --with-mpl="$src/src/mpl/include"
+              --with-mpl-config="$BUILD_DIR/smheap-obj/src/mpl/include")
+if [ ! -f "$BUILD_DIR/project/Makefile" ] ||
+   [ "$(cat "$BUILD_DIR/project/.configured" 2>/dev/null)" != "${project_args[*]}" ]; then
+    (cd "$BUILD_DIR/project" && "$top/configure" -q "${project_args[@]}") || exit 1
+    echo "${project_args[*]}" > "$BUILD_DIR/project/.configured"
+fi
 make -s -C "$BUILD_DIR/project" > /dev/null
 
 "$BUILD_DIR/install/bin/mpichversion" | grep -i device

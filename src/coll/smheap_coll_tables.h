@@ -11,17 +11,18 @@
  *
  * Header-only and independent of MPICH apart from the table's type, which the includer
  * defines (MPICH's MPIDI_Coll_fns, or a small stand-in in the unit test): it needs the
- * fields ref_count and prev_coll_fns, and copies the rest.
+ * fields ref_count and prev_coll_fns, and copies the rest.  The list is MPL's utlist.h.
  */
 
 #ifndef SMHEAP_COLL_TABLES_H_INCLUDED
 #define SMHEAP_COLL_TABLES_H_INCLUDED
 
 #include <stdlib.h>
+#include "utlist.h"
 
 typedef struct smheap_coll_table_node {
     MPIDI_Coll_fns *table;
-    struct smheap_coll_table_node *next;
+    struct smheap_coll_table_node *next, *prev;
 } smheap_coll_table_node_t;
 
 typedef struct smheap_coll_tables {
@@ -39,11 +40,12 @@ static inline MPIDI_Coll_fns *smheap_coll_tables_acquire(smheap_coll_tables_t * 
     smheap_coll_table_node_t *node;
     MPIDI_Coll_fns *table;
 
-    for (node = list->head; node != NULL; node = node->next)
+    DL_FOREACH(list->head, node) {
         if (node->table->prev_coll_fns == current) {
             node->table->ref_count++;
             return node->table;
         }
+    }
 
     node = malloc(sizeof(*node));
     table = malloc(sizeof(*table));
@@ -57,8 +59,7 @@ static inline MPIDI_Coll_fns *smheap_coll_tables_acquire(smheap_coll_tables_t * 
     table->prev_coll_fns = current;
     override(table);
     node->table = table;
-    node->next = list->head;
-    list->head = node;
+    DL_PREPEND(list->head, node);
     list->live++;
     return table;
 }
@@ -68,18 +69,16 @@ static inline MPIDI_Coll_fns *smheap_coll_tables_release(smheap_coll_tables_t * 
                                                          MPIDI_Coll_fns * table)
 {
     MPIDI_Coll_fns *prev = table->prev_coll_fns;
-    smheap_coll_table_node_t **link;
+    smheap_coll_table_node_t *node;
 
     if (--table->ref_count > 0)
         return prev;
-    for (link = &list->head; *link != NULL; link = &(*link)->next)
-        if ((*link)->table == table) {
-            smheap_coll_table_node_t *node = *link;
-            *link = node->next;
-            free(node);
-            list->live--;
-            break;
-        }
+    DL_SEARCH_SCALAR(list->head, node, table, table);
+    if (node != NULL) {
+        DL_DELETE(list->head, node);
+        free(node);
+        list->live--;
+    }
     free(table);
     return prev;
 }
