@@ -88,11 +88,16 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$(graft_inputs)" ]; then
     (cd "$src" && ./autogen.sh -quick > "$BUILD_DIR/autogen.log" 2>&1) ||
         { tail -30 "$BUILD_DIR/autogen.log"; exit 1; }
     grep -q "channels/smheap/subconfigure.m4" "$src/subsys_include.m4"
-    extract_inputs > "$src/.smheap-extract"
+    rm -f "$src/.smheap-extract"        # extracted again below, with the graft's CVARs
     rm -rf "$BUILD_DIR/smheap-obj" "$BUILD_DIR/nemesis/obj"
     graft_inputs > "$stamp"     # last: a failed preparation is redone next time
 fi
 sync_graft
+# CVARs are declared next to their code; MPICH's extractcvars scans only the directories
+# autogen listed, which hold the channel but not the collectives.
+grep -q " $src/src/coll\$" "$src/maint/cvardirs" ||
+    { echo "$(cat "$src/maint/cvardirs") $src/src/coll" > "$src/maint/cvardirs"
+      rm -f "$src/.smheap-extract"; }
 if [ "$(cat "$src/.smheap-extract" 2>/dev/null)" != "$(extract_inputs)" ]; then
     regen_extracted
     extract_inputs > "$src/.smheap-extract"

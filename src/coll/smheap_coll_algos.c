@@ -14,7 +14,7 @@
  * to MPICH's algorithms otherwise; the datatype of a reduction is the same on every rank.
  */
 
-#include "mpidi_ch3_impl.h"
+#include "smheap_channel.h"
 #include "smheap.h"
 #include "smheap_coll.h"
 

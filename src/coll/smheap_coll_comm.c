@@ -4,10 +4,26 @@
  * staging buffer in the shared heap, the wait for a peer, and the MPI_T variables.
  */
 
-/* MPIR_CVAR_CH3_SMHEAP_COLL is declared with the channel's other knobs (ch3_init.c): MPICH
- * extracts CVARs from its own source directories only. */
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
 
-#include "mpidi_ch3_impl.h"
+cvars:
+    - name        : MPIR_CVAR_CH3_SMHEAP_COLL
+      category    : CH3
+      type        : boolean
+      default     : true
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: run collectives on communicators whose ranks share the heap with the
+        channel's single-copy algorithms (src/coll).  0 keeps MPICH's own algorithms
+        everywhere, as MPIR_CVAR_DEVICE_COLLECTIVES=none also does.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+#include "smheap_channel.h"
 #include "smheap.h"
 #include "smheap_coll.h"
 #include "smheap_coll_tables.h"
@@ -223,7 +239,7 @@ void MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t ste
 void MPIDI_CH3I_Smheap_coll_reach(smheap_coll_comm_t * cc, int me, uint64_t step)
 {
     atomic_store_explicit(&cc->ctrl->slot[me].step, step, memory_order_release);
-    MPIDI_CH3I_Smheap_wake_ranks(cc->node_rank, cc->size);
+    MPIDI_CH3I_Smheap_wake_node_ranks(cc->node_rank, cc->size);
 }
 
 /* In MPIDI_CH3_Init, after the heap check.  ch3 prepends hooks and runs them in list

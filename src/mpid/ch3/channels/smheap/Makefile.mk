@@ -15,6 +15,7 @@ noinst_HEADERS +=                                          \
     src/mpid/ch3/channels/smheap/include/mpidi_ch3_pre.h   \
     src/mpid/ch3/channels/smheap/include/mpidi_ch3_post.h  \
     src/mpid/ch3/channels/smheap/include/mpidi_ch3_impl.h  \
+    src/mpid/ch3/channels/smheap/include/smheap_channel.h  \
     src/mpid/ch3/channels/smheap/include/smheap_queue.h    \
     src/mpid/ch3/channels/smheap/include/smheap_ring.h     \
     src/mpid/ch3/channels/smheap/include/smheap_doorbell.h \

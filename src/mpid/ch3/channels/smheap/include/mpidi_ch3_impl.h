@@ -7,19 +7,14 @@
 
 #include "mpidimpl.h"
 #include "utlist.h"
+#include "smheap_channel.h"
 #include "smheap_queue.h"
-#include "smheap_copy.h"
-
-/* The channel's MPI_T performance variables say which paths ran; they are always on
- * (MPICH gates each pvar module on ENABLE_PVAR_<module>). */
-#define ENABLE_PVAR_SMHEAP 1
 
 /* Progress engine (ch3_progress.c) */
 int MPIDI_CH3I_Progress_init(void);
 int MPIDI_CH3I_Progress_finalize(void);
 int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc);
 void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc);
-int MPIDI_CH3I_Progress_wait_for(int (*ready) (void *), void *arg);
 
 int MPIDI_CH3I_Connection_closed(MPIDI_VC_t * vc);
 int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen);
@@ -55,7 +50,6 @@ int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int array
 int MPIDI_CH3I_Smheap_eager_max_msg_sz(void);
 extern unsigned long long PVAR_COUNTER_smheap_eager_msgs;      /* MPI_T, counted on send */
 extern unsigned long long PVAR_COUNTER_smheap_eager_bytes;
-extern int MPIDI_CH3I_Smheap_heap_shared;
 
 #define MPIDI_CH3I_Sendq_empty(vc) ((vc)->ch.sendq_head == NULL)
 

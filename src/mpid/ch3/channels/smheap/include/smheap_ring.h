@@ -19,7 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SMHEAP_CACHELINE 64
+#ifndef SMHEAP_CACHELINE
+#define SMHEAP_CACHELINE 64     /* the line size shared structures are laid out for */
+#endif
 
 typedef struct smheap_cell {
     _Alignas(SMHEAP_CACHELINE) atomic_uint seq;     /* position + 1 once published */

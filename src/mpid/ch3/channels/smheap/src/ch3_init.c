@@ -3,25 +3,6 @@
  * node segment and give every VC its pair of rings.
  */
 
-/*
-=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
-
-cvars:
-    - name        : MPIR_CVAR_CH3_SMHEAP_COLL
-      category    : CH3
-      type        : boolean
-      default     : true
-      class       : none
-      verbosity   : MPI_T_VERBOSITY_USER_BASIC
-      scope       : MPI_T_SCOPE_ALL_EQ
-      description : >-
-        ch3:smheap: run collectives on communicators whose ranks share the heap with the
-        channel's single-copy algorithms (src/coll).  0 keeps MPICH's own algorithms
-        everywhere, as MPIR_CVAR_DEVICE_COLLECTIVES=none also does.
-
-=== END_MPI_T_CVAR_INFO_BLOCK ===
-*/
-
 #include "mpidi_ch3_impl.h"
 #include <unistd.h>
 #include "mpid_nem_impl.h"      /* the ordering answer for the window code */

@@ -165,6 +165,11 @@ int MPIDI_CH3I_Smheap_queue_init(int nranks, int my_rank)
     goto fn_exit;
 }
 
+void MPIDI_CH3I_Smheap_wake_node_ranks(const int *ranks, int n)
+{
+    MPIDI_CH3I_Smheap_wake_ranks(ranks, n);
+}
+
 int MPIDI_CH3I_Smheap_queue_finalize(void)
 {
     int mpi_errno = MPI_SUCCESS;

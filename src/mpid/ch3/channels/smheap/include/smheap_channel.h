@@ -1,0 +1,35 @@
+/*
+ * ch3:smheap -- what the channel offers the shared-heap collectives (src/coll), and all
+ * they may use of it: waiting the channel's way, waking ranks, the heap's state and the
+ * channel's bulk copy.
+ */
+
+#ifndef SMHEAP_CHANNEL_H_INCLUDED
+#define SMHEAP_CHANNEL_H_INCLUDED
+
+#include "mpidimpl.h"
+#include "smheap_copy.h"
+
+/* The channel's MPI_T performance variables say which paths ran; they are always on
+ * (MPICH gates each pvar module on ENABLE_PVAR_<module>). */
+#ifndef ENABLE_PVAR_SMHEAP
+#define ENABLE_PVAR_SMHEAP 1
+#endif
+
+#ifndef SMHEAP_CACHELINE
+#define SMHEAP_CACHELINE 64     /* the line size shared structures are laid out for */
+#endif
+
+/* Wait until ready(arg) holds, the way a blocking wait for a request waits (this rank's
+ * messages keep moving; spin, yield, then sleep until rung).  An error of the progress
+ * engine is returned. */
+int MPIDI_CH3I_Progress_wait_for(int (*ready) (void *), void *arg);
+
+/* Wake those of the node's ranks `ranks` (n of them) that may sleep in a wait, after
+ * publishing what they wait for. */
+void MPIDI_CH3I_Smheap_wake_node_ranks(const int *ranks, int n);
+
+/* 1 when every rank of this node allocates from one shared heap (set at MPI_Init). */
+extern int MPIDI_CH3I_Smheap_heap_shared;
+
+#endif /* SMHEAP_CHANNEL_H_INCLUDED */
