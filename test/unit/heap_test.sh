@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The shared heap's unit tests (no MPICH): every case of heap_test, with the settings it
-# needs, and the messages for bad settings.  Run by "make check" in build/project.
+# needs, and the messages for bad settings, as TAP for automake's TAP driver ("make check"
+# in build/project reports each case).
 set -u
 t=${HEAP_TEST:-./test/unit/heap_test}
 unset MPI_LOCALRANKID MPI_LOCALNRANKS MPICH_CH3_SMHEAP_ENABLE MPIR_CVAR_CH3_SMHEAP_ENABLE \
       MPICH_CH3_SMHEAP_SIZE MPIR_CVAR_CH3_SMHEAP_SIZE MPIR_PARAM_CH3_SMHEAP_SIZE \
       MPICH_CH3_SMHEAP_RETAIN MPIR_CVAR_CH3_SMHEAP_RETAIN MPIR_PARAM_CH3_SMHEAP_RETAIN
-failed=0
 n=0
 shm_before=$(ls /dev/shm | grep -c '^smheap-' || true)
 
@@ -20,8 +20,7 @@ run() {  # name expected-output-regex env... -- case
         echo "ok $n - $name"
     else
         echo "not ok $n - $name (exit $rc)"
-        sed 's/^/    /' <<< "$out" | head -20
-        failed=$((failed + 1))
+        sed 's/^/# /' <<< "$out" | head -20
     fi
 }
 
@@ -61,7 +60,5 @@ if [ "$shm_after" -le "$shm_before" ]; then
     echo "ok $n - nothing left in /dev/shm"
 else
     echo "not ok $n - /dev/shm has $shm_after smheap files (had $shm_before)"
-    failed=$((failed + 1))
 fi
-echo "heap_test: $((n - failed)) passed, $failed failed"
-[ $failed -eq 0 ]
+echo "1..$n"
