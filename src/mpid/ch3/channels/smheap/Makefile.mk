@@ -42,23 +42,10 @@ mpi_core_sources +=                                        \
     src/mpid/ch3/channels/nemesis/src/ch3_rma_shm.c
 
 # The shared heap (the project's src/heap, grafted at the same place) and its engine.
+include $(top_srcdir)/src/heap/sources.mk
 AM_CPPFLAGS += -I$(top_srcdir)/src/heap
-
-noinst_HEADERS +=                                          \
-    src/heap/smheap.h                                      \
-    src/heap/smheap_config.h                               \
-    src/heap/smheap_engine.h                               \
-    src/heap/smheap_region.h                               \
-    src/heap/smheap_stats.h                                \
-    src/heap/smheap_valgrind.h
-
-mpi_core_sources +=                                        \
-    src/heap/smheap_commit.c                               \
-    src/heap/smheap_config.c                               \
-    src/heap/smheap_engine.c                               \
-    src/heap/smheap_malloc.c                               \
-    src/heap/smheap_region.c                               \
-    src/heap/smheap_stats.c
+noinst_HEADERS += $(smheap_heap_headers)
+mpi_core_sources += $(smheap_heap_sources)
 
 # The shared-heap collectives (the project's src/coll, grafted at the same place).
 AM_CPPFLAGS += -I$(top_srcdir)/src/coll
