@@ -16,6 +16,7 @@ noinst_HEADERS +=                                          \
     src/mpid/ch3/channels/smheap/include/mpidi_ch3_post.h  \
     src/mpid/ch3/channels/smheap/include/mpidi_ch3_impl.h  \
     src/mpid/ch3/channels/smheap/include/smheap_channel.h  \
+    src/mpid/ch3/channels/smheap/include/smheap_mpit.h     \
     src/mpid/ch3/channels/smheap/include/smheap_queue.h    \
     src/mpid/ch3/channels/smheap/include/smheap_ring.h     \
     src/mpid/ch3/channels/smheap/include/smheap_doorbell.h \
@@ -28,6 +29,7 @@ mpi_core_sources +=                                        \
     src/mpid/ch3/channels/smheap/src/ch3_finalize.c        \
     src/mpid/ch3/channels/smheap/src/ch3_isend.c           \
     src/mpid/ch3/channels/smheap/src/ch3_link.c            \
+    src/mpid/ch3/channels/smheap/src/ch3_mpit.c            \
     src/mpid/ch3/channels/smheap/src/ch3_progress.c        \
     src/mpid/ch3/channels/smheap/src/ch3_rndv.c            \
     src/mpid/ch3/channels/smheap/src/smheap_queue.c        \

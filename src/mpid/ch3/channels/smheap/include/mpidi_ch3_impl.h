@@ -9,12 +9,14 @@
 #include "utlist.h"
 #include "smheap_channel.h"
 #include "smheap_queue.h"
+#include "smheap_mpit.h"
 
 /* Progress engine (ch3_progress.c) */
 int MPIDI_CH3I_Progress_init(void);
 int MPIDI_CH3I_Progress_finalize(void);
 int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc);
 void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc);
+size_t MPIDI_CH3I_Progress_spin_polls(void);
 
 int MPIDI_CH3I_Connection_closed(MPIDI_VC_t * vc);
 int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen);
@@ -48,8 +50,6 @@ int MPIDI_CH3I_Smheap_RndvSend(MPIR_Request ** sreq_p, const void *buf, MPI_Aint
 int MPIDI_CH3I_Smheap_RndvRecv(MPIDI_VC_t * vc, MPIR_Request * rreq);
 int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int arraySize);
 int MPIDI_CH3I_Smheap_eager_max_msg_sz(void);
-extern unsigned long long PVAR_COUNTER_smheap_eager_msgs;      /* MPI_T, counted on send */
-extern unsigned long long PVAR_COUNTER_smheap_eager_bytes;
 
 #define MPIDI_CH3I_Sendq_empty(vc) ((vc)->ch.sendq_head == NULL)
 

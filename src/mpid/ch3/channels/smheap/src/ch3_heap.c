@@ -81,77 +81,6 @@ static uint64_t hash_key(const char *key)
     return h;
 }
 
-static void get_heap_counter(void *addr, void *obj_handle, int count, void *buf)
-{
-    (void) obj_handle;
-    (void) count;
-    *(unsigned long long *) buf = smheap_counter_total((enum smheap_counter) (intptr_t) addr);
-}
-
-/* The level variables: a function of the heap's that reads the value. */
-static void get_heap_level(void *addr, void *obj_handle, int count, void *buf)
-{
-    size_t (*level) (void) = (size_t (*)(void)) addr;
-
-    (void) obj_handle;
-    (void) count;
-    *(unsigned long long *) buf = level();
-}
-
-static void get_heap_shared(void *addr, void *obj_handle, int count, void *buf)
-{
-    (void) addr, (void) obj_handle, (void) count;
-    *(unsigned long long *) buf = (unsigned long long) MPIDI_CH3I_Smheap_heap_shared;
-}
-
-static void register_pvars(void)
-{
-    /* MPICH 4.0.2's MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC passes an unbound "get_count"
-     * (a typo), so the level variables use its _impl form directly. */
-    PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
-        MPI_UNSIGNED_LONG_LONG, smheap_heap_bytes_in_use, (void *) smheap_in_use, 1,
-        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-        MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, get_heap_level, NULL, "CH3",
-        "bytes of the pages of this rank's slice of the shared heap that hold live "
-        "allocations (and blocks the thread caches keep for reuse)"));
-    PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
-        MPI_UNSIGNED_LONG_LONG, smheap_heap_bytes_committed, (void *) smheap_committed, 1,
-        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-        MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, get_heap_level, NULL, "CH3",
-        "bytes of this rank's slice of the shared heap held in /dev/shm: live allocations "
-        "and freed memory kept for reuse (MPIR_CVAR_CH3_SMHEAP_RETAIN)"));
-    PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
-        MPI_UNSIGNED_LONG_LONG, smheap_heap_shared, (void *) NULL, 1,
-        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-        MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, get_heap_shared, NULL,
-        "CH3", "1 if every rank of this node allocates from one shared heap"));
-    MPIR_T_PVAR_COUNTER_REGISTER_DYNAMIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_glibc_full,
-                                         (void *) (intptr_t) SMHEAP_GLIBC_FULL, 1,
-                                         MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-                                         MPIR_T_PVAR_FLAG_READONLY |
-                                         MPIR_T_PVAR_FLAG_CONTINUOUS, get_heap_counter, NULL,
-                                         "CH3",
-                                         "allocations served by glibc because this rank's "
-                                         "slice (or /dev/shm) was full");
-    MPIR_T_PVAR_COUNTER_REGISTER_DYNAMIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_glibc_off,
-                                         (void *) (intptr_t) SMHEAP_GLIBC_OFF, 1,
-                                         MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-                                         MPIR_T_PVAR_FLAG_READONLY |
-                                         MPIR_T_PVAR_FLAG_CONTINUOUS, get_heap_counter, NULL,
-                                         "CH3",
-                                         "allocations served by glibc because the shared "
-                                         "heap was off");
-    MPIR_T_PVAR_COUNTER_REGISTER_DYNAMIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_heap_purges,
-                                         (void *) (intptr_t) SMHEAP_PURGES, 1,
-                                         MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-                                         MPIR_T_PVAR_FLAG_READONLY |
-                                         MPIR_T_PVAR_FLAG_CONTINUOUS, get_heap_counter, NULL,
-                                         "CH3",
-                                         "times this rank gave its freed big blocks back "
-                                         "to /dev/shm because it kept more than "
-                                         "MPIR_CVAR_CH3_SMHEAP_RETAIN");
-}
-
 /* Every local rank says whether its heap is live and which region it is in; the heap is
  * shared only if all of them are in the same one. */
 static int agree_on_heap(int local_size, int local_rank, int *first_off)
@@ -226,7 +155,6 @@ int MPIDI_CH3I_Smheap_heap_init(int local_size, int local_rank)
         MPL_error_printf("ch3:smheap: the ranks of this node are not in one shared heap "
                          "(were they started by one mpiexec?), so large messages are "
                          "copied\n");
-    register_pvars();
 
   fn_exit:
     MPIR_FUNC_EXIT;

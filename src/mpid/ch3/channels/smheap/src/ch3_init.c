@@ -116,6 +116,7 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
 
     MPIR_Comm_fns = &comm_fns;
     smheap_copy_init();
+    MPIDI_CH3I_Smheap_mpit_init();
 
     mpi_errno = MPIDI_CH3I_Smheap_queue_init(pg_p->size, pg_rank);
     MPIR_ERR_CHECK(mpi_errno);

@@ -90,9 +90,6 @@ static int listen_ticks;
 int MPIDI_CH3I_Link_active;     /* links exist, or may come: look at the listener */
 int MPIDI_CH3I_Link_sleepers;   /* threads of ours asleep, maybe on link doorbells */
 
-static unsigned long long PVAR_COUNTER_smheap_links_opened;
-static unsigned long long PVAR_COUNTER_smheap_links_accepted;
-static unsigned long long PVAR_COUNTER_smheap_link_cells_received;
 
 static const smheap_ring_geometry_t link_geom = {
     LINK_CELLS, LINK_CELL_PAYLOAD + SMHEAP_CACHELINE
@@ -169,25 +166,6 @@ int MPIDI_CH3I_Link_init(int pg_rank)
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_PG_SetConnInfo(pg_rank, bc);
     MPIR_ERR_CHECK(mpi_errno);
-
-    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_links_opened,
-                                        MPI_T_VERBOSITY_USER_DETAIL, MPI_T_BIND_NO_OBJECT,
-                                        (MPIR_T_PVAR_FLAG_READONLY |
-                                         MPIR_T_PVAR_FLAG_CONTINUOUS), "CH3",
-                                        "link segments this process created (connections to "
-                                        "processes of other jobs)");
-    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_links_accepted,
-                                        MPI_T_VERBOSITY_USER_DETAIL, MPI_T_BIND_NO_OBJECT,
-                                        (MPIR_T_PVAR_FLAG_READONLY |
-                                         MPIR_T_PVAR_FLAG_CONTINUOUS), "CH3",
-                                        "link segments this process accepted from processes "
-                                        "of other jobs");
-    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG,
-                                        smheap_link_cells_received,
-                                        MPI_T_VERBOSITY_USER_DETAIL, MPI_T_BIND_NO_OBJECT,
-                                        (MPIR_T_PVAR_FLAG_READONLY |
-                                         MPIR_T_PVAR_FLAG_CONTINUOUS), "CH3",
-                                        "ring cells this process received over links");
 
   fn_exit:
     return mpi_errno;

@@ -57,8 +57,6 @@ static int next_peer;           /* round-robin start of the inbox scan */
 
 #define SMHEAP_SPIN_POLLS_ALONE 2000  /* polls of a rank with a CPU of its own (measured) */
 
-static unsigned long long PVAR_COUNTER_smheap_sleeps;
-static unsigned long long PVAR_COUNTER_smheap_cells_received;
 
 /* ------------------------------------------------------------------------------------ */
 /* Receiving                                                                            */
@@ -510,16 +508,9 @@ static int oversubscribed(void)
     return smheap_queue.nranks > smheap_queue.node_cpus;
 }
 
-static void get_spin_polls(void *addr, void *obj_handle, int count, void *buf)
+size_t MPIDI_CH3I_Progress_spin_polls(void)
 {
-    (void) addr, (void) obj_handle, (void) count;
-    *(unsigned long long *) buf = (unsigned long long) spin_polls;
-}
-
-static void get_node_cpus(void *addr, void *obj_handle, int count, void *buf)
-{
-    (void) addr, (void) obj_handle, (void) count;
-    *(unsigned long long *) buf = (unsigned long long) smheap_queue.node_cpus;
+    return (size_t) spin_polls;
 }
 
 static void choose_spin(void)
@@ -554,27 +545,6 @@ int MPIDI_CH3I_Progress_init(void)
             peer_vcs[i] = &pg->vct[i];
     choose_spin();
 
-    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_sleeps,
-                                        MPI_T_VERBOSITY_USER_DETAIL, MPI_T_BIND_NO_OBJECT,
-                                        (MPIR_T_PVAR_FLAG_READONLY |
-                                         MPIR_T_PVAR_FLAG_CONTINUOUS), "CH3",
-                                        "times this rank slept on its doorbell");
-    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_cells_received,
-                                        MPI_T_VERBOSITY_USER_DETAIL, MPI_T_BIND_NO_OBJECT,
-                                        (MPIR_T_PVAR_FLAG_READONLY |
-                                         MPIR_T_PVAR_FLAG_CONTINUOUS), "CH3",
-                                        "ring cells this rank received");
-    PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
-        MPI_UNSIGNED_LONG_LONG, smheap_spin_polls, (void *) NULL, 1,
-        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-        MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, get_spin_polls, NULL, "CH3",
-        "polls a waiting rank spins before it yields the CPU "
-        "(MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS, or the automatic choice)"));
-    PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(
-        MPI_UNSIGNED_LONG_LONG, smheap_node_cpus, (void *) NULL, 1,
-        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-        MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, get_node_cpus, NULL, "CH3",
-        "CPUs the ranks of this node may run on between them (their affinity masks)"));
 
   fn_exit:
     MPIR_FUNC_EXIT;

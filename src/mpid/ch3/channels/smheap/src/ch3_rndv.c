@@ -121,15 +121,6 @@ typedef union {
 MPL_static_assert(sizeof(smheap_pkt_t) == sizeof(MPIDI_CH3_Pkt_t),
                   "ch3:smheap packets must fit in ch3's packet header");
 
-/* Messages and bytes per path (MPI_T); the eager ones are counted in ch3_isend.c. */
-unsigned long long PVAR_COUNTER_smheap_eager_msgs;
-unsigned long long PVAR_COUNTER_smheap_eager_bytes;
-static unsigned long long PVAR_COUNTER_smheap_single_copy_msgs;
-static unsigned long long PVAR_COUNTER_smheap_single_copy_bytes;
-static unsigned long long PVAR_COUNTER_smheap_staged_msgs;
-static unsigned long long PVAR_COUNTER_smheap_staged_bytes;
-static unsigned long long PVAR_COUNTER_smheap_shared_copy_msgs;
-static unsigned long long PVAR_COUNTER_smheap_copy_help_bytes;
 
 static MPIDI_CH3_PktHandler_Fcn *ch3_cancel_send_resp;
 
@@ -505,35 +496,5 @@ int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int array
     pktArray[MPIDI_CH3I_SMHEAP_PKT_DONE] = handle_done;
     ch3_cancel_send_resp = pktArray[MPIDI_CH3_PKT_CANCEL_SEND_RESP];
     pktArray[MPIDI_CH3_PKT_CANCEL_SEND_RESP] = handle_cancel_send_resp;
-
-#define SMHEAP_COUNTER(name_, desc_)                                                    \
-    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, name_,          \
-                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT, \
-                                        MPIR_T_PVAR_FLAG_READONLY |                     \
-                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3", desc_)
-    SMHEAP_COUNTER(smheap_eager_msgs,
-                   "messages this rank sent eagerly, copied through the rings");
-    SMHEAP_COUNTER(smheap_eager_bytes, "bytes of those messages");
-    SMHEAP_COUNTER(smheap_single_copy_msgs,
-                   "messages this rank sent with a single copy from the shared heap");
-    SMHEAP_COUNTER(smheap_single_copy_bytes, "bytes of those messages");
-    SMHEAP_COUNTER(smheap_staged_msgs,
-                   "messages this rank sent through ch3's rendezvous, staged through the "
-                   "rings (large data outside the shared heap, or noncontiguous)");
-    SMHEAP_COUNTER(smheap_staged_bytes, "bytes of those messages");
-    SMHEAP_COUNTER(smheap_shared_copy_msgs,
-                   "single-copy messages this rank received and copied together with the "
-                   "sender (both buffers in the shared heap)");
-    SMHEAP_COUNTER(smheap_copy_help_bytes,
-                   "bytes this rank copied into a receiver's buffer for its own messages");
-#undef SMHEAP_COUNTER
-    MPIR_T_PVAR_COUNTER_REGISTER_DYNAMIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_copy_detours,
-                                         &smheap_copy_detours, 1, MPI_T_VERBOSITY_USER_DETAIL,
-                                         MPI_T_BIND_NO_OBJECT,
-                                         MPIR_T_PVAR_FLAG_READONLY |
-                                         MPIR_T_PVAR_FLAG_CONTINUOUS, NULL, NULL, "CH3",
-                                         "bulk copies of this process that went backwards, "
-                                         "around glibc's slow memcpy on AMD at a source-to-"
-                                         "destination distance of 1 to 15 bytes mod 4 KiB");
     return MPI_SUCCESS;
 }

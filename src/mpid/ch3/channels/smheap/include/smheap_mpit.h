@@ -1,0 +1,26 @@
+/*
+ * ch3:smheap -- the channel's MPI_T counters, bumped with MPIR_T_PVAR_COUNTER_INC(SMHEAP,
+ * name, n) by the files that count, registered with their descriptions in ch3_mpit.c.
+ */
+
+#ifndef SMHEAP_MPIT_H_INCLUDED
+#define SMHEAP_MPIT_H_INCLUDED
+
+extern unsigned long long PVAR_COUNTER_smheap_sleeps;
+extern unsigned long long PVAR_COUNTER_smheap_cells_received;
+extern unsigned long long PVAR_COUNTER_smheap_eager_msgs;
+extern unsigned long long PVAR_COUNTER_smheap_eager_bytes;
+extern unsigned long long PVAR_COUNTER_smheap_single_copy_msgs;
+extern unsigned long long PVAR_COUNTER_smheap_single_copy_bytes;
+extern unsigned long long PVAR_COUNTER_smheap_staged_msgs;
+extern unsigned long long PVAR_COUNTER_smheap_staged_bytes;
+extern unsigned long long PVAR_COUNTER_smheap_shared_copy_msgs;
+extern unsigned long long PVAR_COUNTER_smheap_copy_help_bytes;
+extern unsigned long long PVAR_COUNTER_smheap_links_opened;
+extern unsigned long long PVAR_COUNTER_smheap_links_accepted;
+extern unsigned long long PVAR_COUNTER_smheap_link_cells_received;
+
+/* Registers every one of the channel's performance variables (MPIDI_CH3_Init). */
+void MPIDI_CH3I_Smheap_mpit_init(void);
+
+#endif /* SMHEAP_MPIT_H_INCLUDED */

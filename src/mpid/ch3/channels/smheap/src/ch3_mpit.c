@@ -1,0 +1,135 @@
+/*
+ * ch3:smheap -- the channel's MPI_T performance variables, all of them: the counters the
+ * channel's files bump (declared in smheap_mpit.h) and the levels read from the heap, the
+ * node segment and the progress engine.  The collectives declare theirs with them
+ * (src/coll/smheap_coll_comm.c).
+ */
+
+#include "mpidi_ch3_impl.h"
+#include "smheap.h"
+
+unsigned long long PVAR_COUNTER_smheap_sleeps;
+unsigned long long PVAR_COUNTER_smheap_cells_received;
+unsigned long long PVAR_COUNTER_smheap_eager_msgs;
+unsigned long long PVAR_COUNTER_smheap_eager_bytes;
+unsigned long long PVAR_COUNTER_smheap_single_copy_msgs;
+unsigned long long PVAR_COUNTER_smheap_single_copy_bytes;
+unsigned long long PVAR_COUNTER_smheap_staged_msgs;
+unsigned long long PVAR_COUNTER_smheap_staged_bytes;
+unsigned long long PVAR_COUNTER_smheap_shared_copy_msgs;
+unsigned long long PVAR_COUNTER_smheap_copy_help_bytes;
+unsigned long long PVAR_COUNTER_smheap_links_opened;
+unsigned long long PVAR_COUNTER_smheap_links_accepted;
+unsigned long long PVAR_COUNTER_smheap_link_cells_received;
+
+#define FLAGS (MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS)
+
+/* A counter the channel bumps with MPIR_T_PVAR_COUNTER_INC. */
+#define COUNTER(name_, verbosity_, desc_)                                                  \
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, name_, verbosity_, \
+                                        MPI_T_BIND_NO_OBJECT, FLAGS, "CH3", desc_)
+
+/* A value read when asked, by get_(addr).  MPICH 4.0.2's MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC
+ * passes an unbound "get_count" (a typo), so this uses its _impl form directly. */
+#define LEVEL(name_, addr_, get_, desc_)                                                   \
+    PVAR_GATED_ACTION(SMHEAP, MPIR_T_PVAR_LEVEL_REGISTER_DYNAMIC_impl(                     \
+        MPI_UNSIGNED_LONG_LONG, name_, (void *) (addr_), 1, MPI_T_VERBOSITY_USER_BASIC,    \
+        MPI_T_BIND_NO_OBJECT, FLAGS, get_, NULL, "CH3", desc_))
+
+/* A counter kept elsewhere (the heap's, the copy's), read by get_(addr). */
+#define READ_COUNTER(name_, addr_, get_, verbosity_, desc_)                                \
+    MPIR_T_PVAR_COUNTER_REGISTER_DYNAMIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, name_, addr_, 1,  \
+                                         verbosity_, MPI_T_BIND_NO_OBJECT, FLAGS, get_,    \
+                                         NULL, "CH3", desc_)
+
+static void get_heap_counter(void *addr, void *obj_handle, int count, void *buf)
+{
+    (void) obj_handle, (void) count;
+    *(unsigned long long *) buf = smheap_counter_total((enum smheap_counter) (intptr_t) addr);
+}
+
+/* addr: a function without arguments that returns the value */
+static void get_by_call(void *addr, void *obj_handle, int count, void *buf)
+{
+    size_t (*value) (void) = (size_t (*)(void)) addr;
+
+    (void) obj_handle, (void) count;
+    *(unsigned long long *) buf = value();
+}
+
+/* addr: an int */
+static void get_int(void *addr, void *obj_handle, int count, void *buf)
+{
+    (void) obj_handle, (void) count;
+    *(unsigned long long *) buf = (unsigned long long) *(const int *) addr;
+}
+
+static void register_heap(void)
+{
+    LEVEL(smheap_heap_bytes_in_use, smheap_in_use, get_by_call,
+          "bytes of the pages of this rank's slice of the shared heap that hold live "
+          "allocations (and blocks the thread caches keep for reuse)");
+    LEVEL(smheap_heap_bytes_committed, smheap_committed, get_by_call,
+          "bytes of this rank's slice of the shared heap held in /dev/shm: live allocations "
+          "and freed memory kept for reuse (MPIR_CVAR_CH3_SMHEAP_RETAIN)");
+    LEVEL(smheap_heap_shared, &MPIDI_CH3I_Smheap_heap_shared, get_int,
+          "1 if every rank of this node allocates from one shared heap");
+    READ_COUNTER(smheap_glibc_full, (void *) (intptr_t) SMHEAP_GLIBC_FULL, get_heap_counter,
+                 MPI_T_VERBOSITY_USER_BASIC,
+                 "allocations served by glibc because this rank's slice (or /dev/shm) was "
+                 "full");
+    READ_COUNTER(smheap_glibc_off, (void *) (intptr_t) SMHEAP_GLIBC_OFF, get_heap_counter,
+                 MPI_T_VERBOSITY_USER_BASIC,
+                 "allocations served by glibc because the shared heap was off");
+    READ_COUNTER(smheap_heap_purges, (void *) (intptr_t) SMHEAP_PURGES, get_heap_counter,
+                 MPI_T_VERBOSITY_USER_BASIC,
+                 "times this rank gave its freed big blocks back to /dev/shm because it kept "
+                 "more than MPIR_CVAR_CH3_SMHEAP_RETAIN");
+}
+
+static void register_messages(void)
+{
+    COUNTER(smheap_eager_msgs, MPI_T_VERBOSITY_USER_BASIC,
+            "messages this rank sent eagerly, copied through the rings");
+    COUNTER(smheap_eager_bytes, MPI_T_VERBOSITY_USER_BASIC, "bytes of those messages");
+    COUNTER(smheap_single_copy_msgs, MPI_T_VERBOSITY_USER_BASIC,
+            "messages this rank sent with a single copy from the shared heap");
+    COUNTER(smheap_single_copy_bytes, MPI_T_VERBOSITY_USER_BASIC, "bytes of those messages");
+    COUNTER(smheap_staged_msgs, MPI_T_VERBOSITY_USER_BASIC,
+            "messages this rank sent through ch3's rendezvous, staged through the rings "
+            "(large data outside the shared heap, or noncontiguous)");
+    COUNTER(smheap_staged_bytes, MPI_T_VERBOSITY_USER_BASIC, "bytes of those messages");
+    COUNTER(smheap_shared_copy_msgs, MPI_T_VERBOSITY_USER_BASIC,
+            "single-copy messages this rank received and copied together with the sender "
+            "(both buffers in the shared heap)");
+    COUNTER(smheap_copy_help_bytes, MPI_T_VERBOSITY_USER_BASIC,
+            "bytes this rank copied into a receiver's buffer for its own messages");
+    READ_COUNTER(smheap_copy_detours, &smheap_copy_detours, NULL, MPI_T_VERBOSITY_USER_DETAIL,
+                 "bulk copies of this process that went backwards, around glibc's slow "
+                 "memcpy on AMD at a source-to-destination distance of 1 to 15 bytes mod "
+                 "4 KiB");
+    COUNTER(smheap_cells_received, MPI_T_VERBOSITY_USER_DETAIL, "ring cells this rank received");
+    COUNTER(smheap_links_opened, MPI_T_VERBOSITY_USER_DETAIL,
+            "link segments this process created (connections to processes of other jobs)");
+    COUNTER(smheap_links_accepted, MPI_T_VERBOSITY_USER_DETAIL,
+            "link segments this process accepted from processes of other jobs");
+    COUNTER(smheap_link_cells_received, MPI_T_VERBOSITY_USER_DETAIL,
+            "ring cells this process received over links");
+}
+
+static void register_waiting(void)
+{
+    COUNTER(smheap_sleeps, MPI_T_VERBOSITY_USER_DETAIL, "times this rank slept on its doorbell");
+    LEVEL(smheap_spin_polls, MPIDI_CH3I_Progress_spin_polls, get_by_call,
+          "polls a waiting rank spins before it yields the CPU "
+          "(MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS, or the automatic choice)");
+    LEVEL(smheap_node_cpus, &smheap_queue.node_cpus, get_int,
+          "CPUs the ranks of this node may run on between them (their affinity masks)");
+}
+
+void MPIDI_CH3I_Smheap_mpit_init(void)
+{
+    register_heap();
+    register_messages();
+    register_waiting();
+}
