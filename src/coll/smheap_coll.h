@@ -48,7 +48,7 @@ int MPIDI_CH3I_Smheap_coll_init(void);
 int MPIDI_CH3I_Smheap_coll_finalize(void);
 int MPIDI_CH3I_Smheap_coll_ready(MPIR_Comm * comm, smheap_coll_comm_t ** cc);
 void *MPIDI_CH3I_Smheap_coll_scratch(smheap_coll_comm_t * cc, size_t len);
-void MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step);
+int MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step);
 void MPIDI_CH3I_Smheap_coll_reach(smheap_coll_comm_t * cc, int me, uint64_t step);
 void MPIDI_CH3I_Smheap_coll_count(int shared);
 

@@ -62,11 +62,34 @@ static void offer(smheap_coll_comm_t * cc, int me, const void *src, void *dst, u
     reach(cc, me, step);
 }
 
-static void wait_all(smheap_coll_comm_t * cc, int size, uint64_t step)
+static int wait_all(smheap_coll_comm_t * cc, int size, uint64_t step)
 {
-    for (int r = 0; r < size; r++)
-        MPIDI_CH3I_Smheap_coll_wait(cc, r, step);
+    int mpi_errno = MPI_SUCCESS;
+
+    for (int r = 0; r < size && mpi_errno == MPI_SUCCESS; r++)
+        mpi_errno = MPIDI_CH3I_Smheap_coll_wait(cc, r, step);
+    return mpi_errno;
 }
+
+/* Waits whose failure (an error of the progress engine) ends the collective on this rank:
+ * the caller has mpi_errno and fn_fail.  An error the caller holds in mpi_errno already (a
+ * datatype's, reported once the peers are past reading) stays there when the wait works. */
+#define WAIT(cc_, rank_, step_)                                                 \
+    do {                                                                        \
+        int wait_errno_ = MPIDI_CH3I_Smheap_coll_wait(cc_, rank_, step_);       \
+        if (wait_errno_ != MPI_SUCCESS) {                                       \
+            mpi_errno = wait_errno_;                                            \
+            MPIR_ERR_POP(mpi_errno);                                            \
+        }                                                                       \
+    } while (0)
+#define WAIT_ALL(cc_, size_, step_)                                             \
+    do {                                                                        \
+        int wait_errno_ = wait_all(cc_, size_, step_);                          \
+        if (wait_errno_ != MPI_SUCCESS) {                                       \
+            mpi_errno = wait_errno_;                                            \
+            MPIR_ERR_POP(mpi_errno);                                            \
+        }                                                                       \
+    } while (0)
 
 /* Where peers can read v's data as packed bytes: in place, or packed into the staging
  * buffer at `at` (which the caller sized).  `stage` forces the copy (the rank will
@@ -126,6 +149,7 @@ static int unpack_into(view_t v, const void *src, MPI_Aint bytes, MPI_Aint offse
 
 static int barrier(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
 {
+    int mpi_errno = MPI_SUCCESS;
     smheap_coll_comm_t *cc;
     uint64_t step;
 
@@ -133,8 +157,12 @@ static int barrier(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
     MPIDI_CH3I_Smheap_coll_count(1);
     step = cc->step++;
     reach(cc, comm->rank, step);
-    wait_all(cc, comm->local_size, step);
-    return MPI_SUCCESS;
+    WAIT_ALL(cc, comm->local_size, step);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm * comm,
@@ -159,11 +187,11 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
         slot(cc, me)->bytes = v.bytes;
         offer(cc, me, src, NULL, offered);
         reach(cc, me, copied);
-        wait_all(cc, comm->local_size, copied);
+        WAIT_ALL(cc, comm->local_size, copied);
     } else {
         uint64_t sent;
 
-        MPIDI_CH3I_Smheap_coll_wait(cc, root, offered);
+        WAIT(cc, root, offered);
         sent = slot(cc, root)->bytes;
         if (sent == v.bytes)
             mpi_errno = unpack_into(v, slot(cc, root)->src, v.bytes, 0);
@@ -256,12 +284,12 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     offered = cc->step++;
     reduced = cc->step++;
     offer(cc, me, src, acc, offered);
-    wait_all(cc, n, offered);
+    WAIT_ALL(cc, n, offered);
 
     if (bytes <= SMALL_REDUCTION) {
         mpi_errno = reduce_inputs(cc, n, 0, count, extent, dt, op, recvbuf);
         reach(cc, me, reduced);
-        wait_all(cc, n, reduced);
+        WAIT_ALL(cc, n, reduced);
         MPIR_ERR_CHECK(mpi_errno);
         goto fn_exit;
     }
@@ -270,7 +298,7 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     pulled = cc->step++;
     mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc + first * extent);
     reach(cc, me, reduced);
-    wait_all(cc, n, reduced);
+    WAIT_ALL(cc, n, reduced);
     for (int r = 0; r < n; r++) {
         MPI_Aint f, p;
         const char *from = (const char *) slot(cc, r)->dst;
@@ -279,7 +307,7 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
             smheap_copy((char *) recvbuf + f * extent, from + f * extent, p * extent);
     }
     reach(cc, me, pulled);
-    wait_all(cc, n, pulled);
+    WAIT_ALL(cc, n, pulled);
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
@@ -322,20 +350,20 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
 
     if (bytes <= SMALL_REDUCTION) {     /* the root reduces everything */
         if (me == root) {
-            wait_all(cc, n, offered);
+            WAIT_ALL(cc, n, offered);
             mpi_errno = reduce_inputs(cc, n, 0, count, extent, dt, op, recvbuf);
         }
         reach(cc, me, reduced);
-        MPIDI_CH3I_Smheap_coll_wait(cc, root, reduced);
+        WAIT(cc, root, reduced);
         MPIR_ERR_CHECK(mpi_errno);
         goto fn_exit;
     }
 
     /* each rank reduces its part into its accumulator; the root collects the parts */
-    wait_all(cc, n, offered);
+    WAIT_ALL(cc, n, offered);
     mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc + first * extent);
     reach(cc, me, reduced);
-    wait_all(cc, n, reduced);   /* my input is read by all until here */
+    WAIT_ALL(cc, n, reduced);   /* my input is read by all until here */
     if (me == root) {
         uint64_t collected = cc->step++;
         for (int r = 0; r < n; r++) {
@@ -347,7 +375,7 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
         }
         reach(cc, me, collected);
     } else {
-        MPIDI_CH3I_Smheap_coll_wait(cc, root, cc->step++);      /* it read my part */
+        WAIT(cc, root, cc->step++);      /* it read my part */
     }
     MPIR_ERR_CHECK(mpi_errno);
 
@@ -393,11 +421,11 @@ static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendt
         int r = (me + i) % n;   /* own block last, and peers staggered */
         if (r == me && sendbuf == MPI_IN_PLACE)
             continue;
-        MPIDI_CH3I_Smheap_coll_wait(cc, r, offered);
+        WAIT(cc, r, offered);
         mpi_errno = unpack_into(rv, slot(cc, r)->src, block, r * block);
     }
     reach(cc, me, copied);
-    wait_all(cc, n, copied);
+    WAIT_ALL(cc, n, copied);
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
@@ -433,7 +461,7 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
         } else {
             reach(cc, me, offered);
         }
-        MPIDI_CH3I_Smheap_coll_wait(cc, root, copied);
+        WAIT(cc, root, copied);
     } else {
         view_t rv = view_of(recvbuf, recvcount * n, recvtype);
         MPI_Aint block = rv.bytes / n;
@@ -449,7 +477,7 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
                     mpi_errno = unpack_into(rv, src, block, r * block);
                 continue;
             }
-            MPIDI_CH3I_Smheap_coll_wait(cc, r, offered);
+            WAIT(cc, r, offered);
             mpi_errno = unpack_into(rv, slot(cc, r)->src, block, r * block);
         }
         reach(cc, me, copied);
@@ -489,12 +517,12 @@ static int scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
             mpi_errno = unpack_into(view_of(recvbuf, recvcount, recvtype),
                                     (const char *) src + me * block, block, 0);
         reach(cc, me, copied);
-        wait_all(cc, n, copied);
+        WAIT_ALL(cc, n, copied);
         MPIR_ERR_CHECK(mpi_errno);
     } else {
         view_t rv = view_of(recvbuf, recvcount, recvtype);
 
-        MPIDI_CH3I_Smheap_coll_wait(cc, root, offered);
+        WAIT(cc, root, offered);
         mpi_errno = unpack_into(rv, (const char *) slot(cc, root)->src + me * rv.bytes,
                                 rv.bytes, 0);
         reach(cc, me, copied);
@@ -535,12 +563,12 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
 
     for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++) {
         int r = (me + i) % n;
-        MPIDI_CH3I_Smheap_coll_wait(cc, r, offered);
+        WAIT(cc, r, offered);
         mpi_errno = unpack_into(rv, (const char *) slot(cc, r)->src + me * block, block,
                                 r * block);
     }
     reach(cc, me, copied);
-    wait_all(cc, n, copied);
+    WAIT_ALL(cc, n, copied);
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
@@ -593,12 +621,12 @@ static int allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
         int r = (me + i) % n;
         if ((r == me && in_place) || recvcounts[r] == 0)
             continue;
-        MPIDI_CH3I_Smheap_coll_wait(cc, r, offered);
+        WAIT(cc, r, offered);
         mpi_errno = unpack_into(view_of((char *) recvbuf + displs[r] * rext, recvcounts[r],
                                         recvtype), slot(cc, r)->src, recvcounts[r] * rsize, 0);
     }
     reach(cc, me, copied);
-    wait_all(cc, n, copied);
+    WAIT_ALL(cc, n, copied);
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
@@ -638,14 +666,14 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
         for (int r = 0; r < n && mpi_errno == MPI_SUCCESS; r++) {
             if ((r == me && sendbuf == MPI_IN_PLACE) || recvcounts[r] == 0)
                 continue;
-            MPIDI_CH3I_Smheap_coll_wait(cc, r, offered);
+            WAIT(cc, r, offered);
             mpi_errno = unpack_into(view_of((char *) recvbuf + displs[r] * rext, recvcounts[r],
                                             recvtype), slot(cc, r)->src,
                                     recvcounts[r] * rsize, 0);
         }
         reach(cc, me, copied);
     } else {
-        MPIDI_CH3I_Smheap_coll_wait(cc, root, copied);
+        WAIT(cc, root, copied);
     }
     MPIR_ERR_CHECK(mpi_errno);
 
@@ -717,9 +745,9 @@ static int scatterv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_
             mpi_errno = unpack_into(view_of(recvbuf, recvcount, recvtype), block_for(src, me),
                                     recvcount * size_of(recvtype), 0);
         reach(cc, me, copied);
-        wait_all(cc, n, copied);
+        WAIT_ALL(cc, n, copied);
     } else {
-        MPIDI_CH3I_Smheap_coll_wait(cc, root, offered);
+        WAIT(cc, root, offered);
         if (recvcount > 0)
             mpi_errno = unpack_into(view_of(recvbuf, recvcount, recvtype),
                                     block_for(slot(cc, root)->src, me),
@@ -762,13 +790,13 @@ static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI
         int r = (me + i) % n;
         if (recvcounts[r] == 0)
             continue;
-        MPIDI_CH3I_Smheap_coll_wait(cc, r, offered);
+        WAIT(cc, r, offered);
         mpi_errno = unpack_into(view_of((char *) recvbuf + rdispls[r] * rext, recvcounts[r],
                                         recvtype), block_for(slot(cc, r)->src, me),
                                 recvcounts[r] * rsize, 0);
     }
     reach(cc, me, copied);
-    wait_all(cc, n, copied);
+    WAIT_ALL(cc, n, copied);
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
@@ -806,10 +834,10 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint rec
     offered = cc->step++;
     reduced = cc->step++;
     offer(cc, me, src, NULL, offered);
-    wait_all(cc, n, offered);
+    WAIT_ALL(cc, n, offered);
     mpi_errno = reduce_inputs(cc, n, me * recvcount, recvcount, extent, dt, op, recvbuf);
     reach(cc, me, reduced);
-    wait_all(cc, n, reduced);
+    WAIT_ALL(cc, n, reduced);
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:

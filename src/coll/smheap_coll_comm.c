@@ -223,16 +223,15 @@ static int has_reached(void *arg)
 
 /* Wait until `rank` has reached `step`, as a blocking progress wait waits: this rank's
  * point-to-point traffic keeps moving (a peer may be waiting for it), and after a while it
- * sleeps until a peer rings it (more ranks than cores). */
-void MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step)
+ * sleeps until a peer rings it (more ranks than cores).  Returns the progress engine's
+ * error, if it has one. */
+int MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step)
 {
     struct reached r = { &cc->ctrl->slot[rank].step, step };
-    MPIR_AssertDeclValue(int mpi_errno, MPI_SUCCESS);
 
     if (has_reached(&r))
-        return;
-    mpi_errno = MPIDI_CH3I_Progress_wait_for(has_reached, &r);
-    MPIR_Assert(mpi_errno == MPI_SUCCESS);
+        return MPI_SUCCESS;
+    return MPIDI_CH3I_Progress_wait_for(has_reached, &r);
 }
 
 /* This rank has reached `step`: say so, and wake the peers that may sleep waiting for it. */
