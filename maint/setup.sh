@@ -93,10 +93,13 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$(graft_inputs)" ]; then
     graft_inputs > "$stamp"     # last: a failed preparation is redone next time
 fi
 sync_graft
-# CVARs are declared next to their code; MPICH's extractcvars scans only the directories
-# autogen listed, which hold the channel but not the collectives.
+# CVARs and error messages are declared next to their code; MPICH extracts them only from
+# the directories autogen listed, which hold the channel but not the collectives.
 grep -q " $src/src/coll\$" "$src/maint/cvardirs" ||
     { echo "$(cat "$src/maint/cvardirs") $src/src/coll" > "$src/maint/cvardirs"
+      rm -f "$src/.smheap-extract"; }
+grep -q " src/coll\$" "$src/maint/errmsgdirs" ||
+    { echo "$(cat "$src/maint/errmsgdirs") src/coll" > "$src/maint/errmsgdirs"
       rm -f "$src/.smheap-extract"; }
 if [ "$(cat "$src/.smheap-extract" 2>/dev/null)" != "$(extract_inputs)" ]; then
     regen_extracted

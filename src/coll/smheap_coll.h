@@ -23,6 +23,7 @@ typedef struct smheap_coll_slot {
     const void *src;            /* what this rank offers to read, valid from its first step */
     void *dst;                  /* where peers may write for it, likewise */
     uint64_t bytes;             /* how much src holds, where peers must check it */
+    uint64_t failed;            /* first step of the last call this rank left early */
 } smheap_coll_slot_t;
 
 typedef struct smheap_coll_ctrl {
@@ -37,6 +38,8 @@ typedef struct smheap_coll_comm {
     smheap_coll_ctrl_t *ctrl;   /* NULL until the first collective */
     int unusable;               /* the control block could not be placed in the heap */
     uint64_t step;              /* this rank's next synchronization point */
+    uint64_t call_first;        /* the current call's first point */
+    uint64_t call_next;         /* and the next it has not taken yet */
     void *scratch;              /* this rank's staging buffer, in the heap */
     size_t scratch_len;
     int size;

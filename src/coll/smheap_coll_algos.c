@@ -2,7 +2,12 @@
  * ch3:smheap collectives -- the algorithms (see smheap_coll.h for the control block).
  *
  * Every collective numbers its synchronization points from the communicator's step counter;
- * all ranks pass the same points in the same order.  "offer" publishes what a rank lets
+ * all ranks pass the same points in the same order.  Each call takes STEPS_PER_CALL of them,
+ * whichever it uses, so that a rank that must leave a call early (its staging buffer cannot
+ * grow, a datatype fails to pack, the progress engine fails) can mark the call failed in its
+ * slot and reach the call's last point at once: its peers pass every wait for it, see the
+ * mark, and leave with an error naming it, doing the same; no rank waits forever and the
+ * counters stay in step for the next call.  "offer" publishes what a rank lets
  * peers read (and where they may write) and marks a point; "wait" waits for a peer to reach
  * a point.  A rank returns only once every reader of what it offered is past the point that
  * ends the reading.
@@ -62,21 +67,70 @@ static void offer(smheap_coll_comm_t * cc, int me, const void *src, void *dst, u
     reach(cc, me, step);
 }
 
+static int failed_in_call(smheap_coll_comm_t * cc, int rank);
+
+/* Wait until `rank` has reached `step`; an error if the progress engine fails, or if the
+ * rank left this call early. */
+static int wait_for(smheap_coll_comm_t * cc, int rank, uint64_t step)
+{
+    int mpi_errno = MPIDI_CH3I_Smheap_coll_wait(cc, rank, step);
+
+    if (mpi_errno == MPI_SUCCESS && failed_in_call(cc, rank))
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_coll_peer", "**smheap_coll_peer %d",
+                      rank);
+    return mpi_errno;
+}
+
 static int wait_all(smheap_coll_comm_t * cc, int size, uint64_t step)
 {
     int mpi_errno = MPI_SUCCESS;
 
     for (int r = 0; r < size && mpi_errno == MPI_SUCCESS; r++)
-        mpi_errno = MPIDI_CH3I_Smheap_coll_wait(cc, r, step);
+        mpi_errno = wait_for(cc, r, step);
     return mpi_errno;
 }
 
-/* Waits whose failure (an error of the progress engine) ends the collective on this rank:
- * the caller has mpi_errno and fn_fail.  An error the caller holds in mpi_errno already (a
+#define STEPS_PER_CALL 4
+
+/* This call's synchronization points: STEPS_PER_CALL from the communicator's counter. */
+static void begin_call(smheap_coll_comm_t * cc)
+{
+    cc->call_first = cc->step;
+    cc->call_next = cc->step;
+    cc->step += STEPS_PER_CALL;
+}
+
+static uint64_t next_step(smheap_coll_comm_t * cc)
+{
+    MPIR_Assert(cc->call_next < cc->call_first + STEPS_PER_CALL);
+    return cc->call_next++;
+}
+
+/* Did `rank` leave this call early? */
+static int failed_in_call(smheap_coll_comm_t * cc, int rank)
+{
+    return slot(cc, rank)->failed >= cc->call_first;
+}
+
+/* Leaving this call with an error: if this rank has not reached every point it took, mark
+ * the call failed and reach its last point, so that no peer waits for it. */
+static void leave_failed(smheap_coll_comm_t * cc, int me, MPIR_Errflag_t * errflag)
+{
+    uint64_t reached = atomic_load_explicit(&slot(cc, me)->step, memory_order_relaxed);
+
+    *errflag = MPIR_ERR_OTHER;
+    if (cc->call_next > cc->call_first && reached >= cc->call_next - 1)
+        return;         /* every peer is past this rank already */
+    slot(cc, me)->failed = cc->call_first;
+    reach(cc, me, cc->call_first + STEPS_PER_CALL - 1);
+}
+
+/* Waits whose failure (the progress engine's, or a peer that left the call) ends the call on
+ * this rank: the caller has mpi_errno, and fn_fail calls leave_failed.  An error the caller holds in mpi_errno already (a
  * datatype's, reported once the peers are past reading) stays there when the wait works. */
 #define WAIT(cc_, rank_, step_)                                                 \
     do {                                                                        \
-        int wait_errno_ = MPIDI_CH3I_Smheap_coll_wait(cc_, rank_, step_);       \
+        int wait_errno_ = wait_for(cc_, rank_, step_);                         \
         if (wait_errno_ != MPI_SUCCESS) {                                       \
             mpi_errno = wait_errno_;                                            \
             MPIR_ERR_POP(mpi_errno);                                            \
@@ -136,13 +190,13 @@ static int unpack_into(view_t v, const void *src, MPI_Aint bytes, MPI_Aint offse
             MPIDI_CH3I_Smheap_coll_count(0);                                    \
             return cc_->prev->call_;                                            \
         }                                                                       \
+        begin_call(cc_);                                                        \
     } while (0)
 
 #define NEED_SCRATCH(cc_, len_)                                                 \
     do {                                                                        \
         if ((len_) > 0 && MPIDI_CH3I_Smheap_coll_scratch(cc_, len_) == NULL)    \
-            MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_NO_MEM, "**smheap_init",    \
-                                 "**smheap_init %s", "the shared heap is full"); \
+            MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_NO_MEM, "**smheap_coll_scratch"); \
     } while (0)
 
 /* ------------------------------------------------------------------------------------ */
@@ -155,13 +209,14 @@ static int barrier(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
 
     READY_OR_FALL_BACK(comm, cc, Barrier(comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(1);
-    step = cc->step++;
+    step = next_step(cc);
     reach(cc, comm->rank, step);
     WAIT_ALL(cc, comm->local_size, step);
 
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
@@ -177,8 +232,8 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
     READY_OR_FALL_BACK(comm, cc, Bcast(buf, count, dt, root, comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(1);
     /* no shortcut for zero bytes: the root's count may differ (an error we must report) */
-    offered = cc->step++;
-    copied = cc->step++;
+    offered = next_step(cc);
+    copied = next_step(cc);
 
     if (me == root) {
         NEED_SCRATCH(cc, v.bytes);
@@ -209,6 +264,7 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
@@ -281,8 +337,8 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt), in_place, 0,
                          &src);
     MPIR_ERR_CHECK(mpi_errno);
-    offered = cc->step++;
-    reduced = cc->step++;
+    offered = next_step(cc);
+    reduced = next_step(cc);
     offer(cc, me, src, acc, offered);
     WAIT_ALL(cc, n, offered);
 
@@ -295,7 +351,7 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     }
 
     /* each rank reduces its part, then everyone gathers the parts */
-    pulled = cc->step++;
+    pulled = next_step(cc);
     mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc + first * extent);
     reach(cc, me, reduced);
     WAIT_ALL(cc, n, reduced);
@@ -313,6 +369,7 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
@@ -344,8 +401,8 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
     mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt),
                          in_place && bytes <= SMALL_REDUCTION, 0, &src);
     MPIR_ERR_CHECK(mpi_errno);
-    offered = cc->step++;
-    reduced = cc->step++;
+    offered = next_step(cc);
+    reduced = next_step(cc);
     offer(cc, me, src, acc, offered);
 
     if (bytes <= SMALL_REDUCTION) {     /* the root reduces everything */
@@ -365,7 +422,7 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
     reach(cc, me, reduced);
     WAIT_ALL(cc, n, reduced);   /* my input is read by all until here */
     if (me == root) {
-        uint64_t collected = cc->step++;
+        uint64_t collected = next_step(cc);
         for (int r = 0; r < n; r++) {
             MPI_Aint f, p;
             my_part(count, n, r, &f, &p);
@@ -375,13 +432,14 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
         }
         reach(cc, me, collected);
     } else {
-        WAIT(cc, root, cc->step++);      /* it read my part */
+        WAIT(cc, root, next_step(cc));      /* it read my part */
     }
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
@@ -413,8 +471,8 @@ static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendt
     NEED_SCRATCH(cc, block);
     mpi_errno = readable(cc, in, 0, 0, &src);
     MPIR_ERR_CHECK(mpi_errno);
-    offered = cc->step++;
-    copied = cc->step++;
+    offered = next_step(cc);
+    copied = next_step(cc);
     offer(cc, me, src, NULL, offered);
 
     for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {
@@ -431,6 +489,7 @@ static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendt
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
@@ -449,8 +508,8 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
     READY_OR_FALL_BACK(comm, cc, Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                         recvtype, root, comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(1);
-    offered = cc->step++;
-    copied = cc->step++;
+    offered = next_step(cc);
+    copied = next_step(cc);
 
     if (me != root) {
         if (in.bytes > 0) {
@@ -487,6 +546,7 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
@@ -502,8 +562,8 @@ static int scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
     READY_OR_FALL_BACK(comm, cc, Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                          recvtype, root, comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(1);
-    offered = cc->step++;
-    copied = cc->step++;
+    offered = next_step(cc);
+    copied = next_step(cc);
 
     if (me == root) {
         view_t sv = view_of(sendbuf, sendcount * n, sendtype);
@@ -532,6 +592,7 @@ static int scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
@@ -557,8 +618,8 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
     /* in place, the input is recvbuf, which this rank overwrites while peers read it */
     mpi_errno = readable(cc, sv, in_place, 0, &src);
     MPIR_ERR_CHECK(mpi_errno);
-    offered = cc->step++;
-    copied = cc->step++;
+    offered = next_step(cc);
+    copied = next_step(cc);
     offer(cc, me, src, NULL, offered);
 
     for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++) {
@@ -574,6 +635,7 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
@@ -613,8 +675,8 @@ static int allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
     NEED_SCRATCH(cc, in.bytes);
     mpi_errno = readable(cc, in, 0, 0, &src);
     MPIR_ERR_CHECK(mpi_errno);
-    offered = cc->step++;
-    copied = cc->step++;
+    offered = next_step(cc);
+    copied = next_step(cc);
     offer(cc, me, src, NULL, offered);
 
     for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {
@@ -632,6 +694,7 @@ static int allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
@@ -650,8 +713,8 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
     READY_OR_FALL_BACK(comm, cc, Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
                                          displs, recvtype, root, comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(1);
-    offered = cc->step++;
-    copied = cc->step++;
+    offered = next_step(cc);
+    copied = next_step(cc);
     if (sendbuf != MPI_IN_PLACE) {
         NEED_SCRATCH(cc, in.bytes);
         mpi_errno = readable(cc, in, 0, 0, &src);
@@ -680,6 +743,7 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
@@ -735,8 +799,8 @@ static int scatterv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_
     READY_OR_FALL_BACK(comm, cc, Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
                                           recvcount, recvtype, root, comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(1);
-    offered = cc->step++;
-    copied = cc->step++;
+    offered = next_step(cc);
+    copied = next_step(cc);
     if (me == root) {
         mpi_errno = offer_blocks(cc, sendbuf, sendcounts, displs, sendtype, n, &src);
         MPIR_ERR_CHECK(mpi_errno);
@@ -759,6 +823,7 @@ static int scatterv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
@@ -782,8 +847,8 @@ static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI
     mpi_errno = in_place ? offer_blocks(cc, recvbuf, recvcounts, rdispls, recvtype, n, &src) :
         offer_blocks(cc, sendbuf, sendcounts, sdispls, sendtype, n, &src);
     MPIR_ERR_CHECK(mpi_errno);
-    offered = cc->step++;
-    copied = cc->step++;
+    offered = next_step(cc);
+    copied = next_step(cc);
     offer(cc, me, src, NULL, offered);
 
     for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++) {
@@ -802,6 +867,7 @@ static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
@@ -831,8 +897,8 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint rec
     mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt), in_place, 0,
                          &src);
     MPIR_ERR_CHECK(mpi_errno);
-    offered = cc->step++;
-    reduced = cc->step++;
+    offered = next_step(cc);
+    reduced = next_step(cc);
     offer(cc, me, src, NULL, offered);
     WAIT_ALL(cc, n, offered);
     mpi_errno = reduce_inputs(cc, n, me * recvcount, recvcount, extent, dt, op, recvbuf);
@@ -843,6 +909,7 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint rec
   fn_exit:
     return mpi_errno;
   fn_fail:
+    leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
 }
 
