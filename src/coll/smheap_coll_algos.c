@@ -126,24 +126,19 @@ static void leave_failed(smheap_coll_comm_t * cc, int me, MPIR_Errflag_t * errfl
 }
 
 /* Waits whose failure (the progress engine's, or a peer that left the call) ends the call on
- * this rank: the caller has mpi_errno, and fn_fail calls leave_failed.  An error the caller holds in mpi_errno already (a
- * datatype's, reported once the peers are past reading) stays there when the wait works. */
-#define WAIT(cc_, rank_, step_)                                                 \
+ * this rank: the caller has mpi_errno, and fn_fail calls leave_failed.  An error the caller
+ * holds in mpi_errno already (a datatype's, reported once the peers are past reading) stays
+ * there when the wait works. */
+#define CHECK_WAIT(call_)                                                       \
     do {                                                                        \
-        int wait_errno_ = wait_for(cc_, rank_, step_);                         \
+        int wait_errno_ = (call_);                                              \
         if (wait_errno_ != MPI_SUCCESS) {                                       \
             mpi_errno = wait_errno_;                                            \
             MPIR_ERR_POP(mpi_errno);                                            \
         }                                                                       \
     } while (0)
-#define WAIT_ALL(cc_, size_, step_)                                             \
-    do {                                                                        \
-        int wait_errno_ = wait_all(cc_, size_, step_);                          \
-        if (wait_errno_ != MPI_SUCCESS) {                                       \
-            mpi_errno = wait_errno_;                                            \
-            MPIR_ERR_POP(mpi_errno);                                            \
-        }                                                                       \
-    } while (0)
+#define WAIT(cc_, rank_, step_) CHECK_WAIT(wait_for(cc_, rank_, step_))
+#define WAIT_ALL(cc_, size_, step_) CHECK_WAIT(wait_all(cc_, size_, step_))
 
 /* Where peers can read v's data as packed bytes: in place, or packed into the staging
  * buffer at `at` (which the caller sized).  `stage` forces the copy (the rank will
