@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -311,26 +312,28 @@ static int elect_creator(struct smheap_region *r, char *why, size_t why_len)
     return -1;
 }
 
-/* Open the creator's file through /proc/<creator>/fd: its name is already gone. */
-static int open_creators_file(struct smheap_region *r, char *why, size_t why_len)
+/* The creator's pid, from its end of the job's socket.  Each rank connects once and the
+ * creator never accepts, so the connections wait in its queue; connecting without
+ * blocking means that even a full queue cannot stall a rank. */
+static pid_t find_creator(const struct smheap_region *r, char *why, size_t why_len)
 {
     struct timespec pause = { 0, 1000000 };
-    char want[128], path[64], link[128];
     struct sockaddr_un a;
-    socklen_t len = rendezvous_address(r, &a), credlen;
+    socklen_t len = rendezvous_address(r, &a), credlen = sizeof(struct ucred);
     struct ucred cred;
     long waited_ms;
-    int s, fd, n;
+    int s, n;
 
-    snprintf(want, sizeof(want), "/dev/shm%s (deleted)", r->name);
     for (waited_ms = 0; waited_ms <= JOIN_TIMEOUT_S * 1000; waited_ms++, nanosleep(&pause, NULL)) {
-        s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (s < 0 || connect(s, (struct sockaddr *) &a, len) != 0) {
-            if (s >= 0)
-                close(s);
+        s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (s < 0) {
+            snprintf(why, why_len, "cannot create a socket (%s)", strerror(errno));
+            return -1;
+        }
+        if (connect(s, (struct sockaddr *) &a, len) != 0) {
+            close(s);
             continue;   /* the creator has not bound or listened yet */
         }
-        credlen = sizeof(cred);
         n = getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &credlen);
         close(s);
         if (n != 0 || cred.uid != geteuid()) {
@@ -338,24 +341,60 @@ static int open_creators_file(struct smheap_region *r, char *why, size_t why_len
                      "cannot share a heap", a.sun_path + 1);
             return -1;
         }
-        for (fd = 0; fd < 1024; fd++) {   /* the creator's descriptors, low numbers first */
-            snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int) cred.pid, fd);
-            n = (int) readlink(path, link, sizeof(link) - 1);
-            if (n < 0)
-                continue;
-            link[n] = '\0';
-            if (strcmp(link, want) == 0) {
-                r->fd = open(path, O_RDWR | O_CLOEXEC);
-                if (r->fd >= 0)
-                    return 0;
-                snprintf(why, why_len, "cannot open the shared heap of local rank pid %d "
-                         "through %s (%s)", (int) cred.pid, path, strerror(errno));
-                return -1;
-            }
+        return cred.pid;
+    }
+    snprintf(why, why_len, "waited %d s for a local rank to start creating the shared heap",
+             JOIN_TIMEOUT_S);
+    return -1;
+}
+
+/* The creator's descriptor for the file, low numbers first; -1 if it has none yet. */
+static int open_from_fd_table(pid_t pid, const char *want)
+{
+    char path[64], link[128];
+    int fd, n;
+
+    for (fd = 0; fd < 1024; fd++) {
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int) pid, fd);
+        n = (int) readlink(path, link, sizeof(link) - 1);
+        if (n < 0)
+            continue;
+        link[n] = '\0';
+        if (strcmp(link, want) == 0)
+            return open(path, O_RDWR | O_CLOEXEC);
+    }
+    errno = ENOENT;
+    return -1;
+}
+
+/* Open the creator's file through /proc/<creator>/fd: its name is already gone. */
+static int open_creators_file(struct smheap_region *r, char *why, size_t why_len)
+{
+    struct timespec pause = { 0, 1000000 };
+    char want[128];
+    pid_t pid = find_creator(r, why, why_len);
+    long waited_ms;
+
+    if (pid < 0)
+        return -1;
+    snprintf(want, sizeof(want), "/dev/shm%s (deleted)", r->name);
+    for (waited_ms = 0; waited_ms <= JOIN_TIMEOUT_S * 1000; waited_ms++, nanosleep(&pause, NULL)) {
+        r->fd = open_from_fd_table(pid, want);
+        if (r->fd >= 0)
+            return 0;
+        if (errno != ENOENT) {
+            snprintf(why, why_len, "cannot open the shared heap of local rank pid %d "
+                     "through /proc (%s)", (int) pid, strerror(errno));
+            return -1;
+        }
+        if (kill(pid, 0) != 0 && errno == ESRCH) {
+            snprintf(why, why_len, "the local rank that creates the shared heap (pid %d) "
+                     "ended before it finished", (int) pid);
+            return -1;
         }
     }
-    snprintf(why, why_len, "waited %d s for the local rank that creates the shared heap; "
-             "it did not finish", JOIN_TIMEOUT_S);
+    snprintf(why, why_len, "waited %d s for the local rank that creates the shared heap "
+             "(pid %d); it did not finish", JOIN_TIMEOUT_S, (int) pid);
     return -1;
 }
 

@@ -15,6 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -469,6 +473,71 @@ static int rank_reader(int fd)
     return failures;
 }
 
+/* The job key the region derives for a job launched by process owner (uid, pid, start
+ * time), as the heap computes it; 0 on success. */
+static int job_key(pid_t owner, int singleton, char *key, size_t len)
+{
+    char path[64], stat[1024], *p;
+    unsigned long long start = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int) owner);
+    f = fopen(path, "r");
+    if (f == NULL || fgets(stat, sizeof(stat), f) == NULL) {
+        if (f != NULL)
+            fclose(f);
+        return -1;
+    }
+    fclose(f);
+    p = strrchr(stat, ')');
+    for (int field = 2; p != NULL && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    if (p == NULL || sscanf(p + 1, "%llu", &start) != 1)
+        return -1;
+    snprintf(key, len, "%u-%d-%llu%s", (unsigned) geteuid(), (int) owner, start,
+             singleton ? "-s" : "");
+    return 0;
+}
+
+/* A creator that is slow to publish its file (descheduled on a loaded node): this process
+ * binds the job's rendezvous socket as rank 0 would and never accepts; rank 1, started as
+ * its child, must wait without filling the socket's queue, where a full queue would block
+ * its connect() for good.  One connection after two seconds of waiting. */
+static int test_slow_creator(const char *self)
+{
+    struct sockaddr_un a;
+    char key[96];
+    socklen_t len;
+    int s, c, connections = 0, status;
+    pid_t pid;
+
+    CHECK(job_key(getpid(), 0, key, sizeof(key)) == 0, "cannot compute the job key");
+    memset(&a, 0, sizeof(a));
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "smheap-%s", key);
+    len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + strlen(a.sun_path + 1));
+    s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    CHECK(s >= 0 && bind(s, (struct sockaddr *) &a, len) == 0 && listen(s, SOMAXCONN) == 0,
+          "cannot bind @%s (%s)", a.sun_path + 1, strerror(errno));
+    pid = fork();
+    if (pid == 0) {
+        setenv("MPI_LOCALRANKID", "1", 1);
+        setenv("MPI_LOCALNRANKS", "2", 1);
+        execl(self, self, "family", (char *) NULL);
+        _exit(99);
+    }
+    sleep(2);
+    while ((c = accept(s, NULL, NULL)) >= 0) {
+        connections++;
+        close(c);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    close(s);
+    CHECK(connections == 1, "rank 1 connected %d times while the creator was busy", connections);
+    return failures;
+}
+
 /* A file in /dev/shm under the name this process's heap will use, that this job did not
  * make: the heap must stay off and say so, never share it.  The name is computed as the
  * region does (uid, the job's pid, its start time) in a child that then execs the test:
@@ -482,23 +551,12 @@ static int test_foreign_file(const char *self, const char *kind)
 
     if (pid == 0) {
         pid_t owner = singleton ? getpid() : getppid();
-        char path[128], stat[1024], *p;
-        unsigned long long start = 0;
-        FILE *f;
+        char key[96], path[128];
         int fd;
 
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) owner);
-        f = fopen(path, "r");
-        if (f == NULL || fgets(stat, sizeof(stat), f) == NULL)
+        if (job_key(owner, singleton, key, sizeof(key)) != 0)
             _exit(90);
-        fclose(f);
-        p = strrchr(stat, ')');
-        for (int field = 2; p != NULL && field < 22; field++)
-            p = strchr(p + 1, ' ');
-        if (p == NULL || sscanf(p + 1, "%llu", &start) != 1)
-            _exit(91);
-        snprintf(path, sizeof(path), "/dev/shm/smheap-%u-%d-%llu%s", (unsigned) geteuid(),
-                 (int) owner, start, singleton ? "-s" : "");
+        snprintf(path, sizeof(path), "/dev/shm/smheap-%s", key);
         fd = open(path, O_CREAT | O_EXCL | O_RDWR, mode);
         if (fd < 0 || fchmod(fd, mode) != 0 || ftruncate(fd, 1 << 20) != 0 ||
             write(fd, "not a heap, not a heap, not a heap", 34) != 34)
@@ -551,6 +609,8 @@ int main(int argc, char **argv)
         rc = test_foreign_file(argv[0], argv[2]);
     else if (!strcmp(c, "off-foreign") && argc > 2)
         rc = test_off_foreign(argv[2]);
+    else if (!strcmp(c, "slow-creator"))
+        rc = test_slow_creator(argv[0]);
     else if (!strcmp(c, "two-ranks"))
         rc = test_two_ranks(argv[0]);
     else if (!strcmp(c, "writer") && argc > 2)
@@ -559,7 +619,7 @@ int main(int argc, char **argv)
         rc = rank_reader(atoi(argv[2]));
     else {
         fprintf(stderr, "usage: heap_test family|alignments|threads|thread-exit|fork|"
-                "exhaustion|big-blocks|off|selftest|two-ranks\n");
+                "exhaustion|big-blocks|off|selftest|two-ranks|slow-creator\n");
         return 2;
     }
     return rc ? 1 : 0;

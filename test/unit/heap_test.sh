@@ -35,6 +35,7 @@ run malformed-retain "MPIR_CVAR_CH3_SMHEAP_RETAIN=lots is not a size" \
     MPIR_CVAR_CH3_SMHEAP_RETAIN=lots "$t" off
 run selftest "" "$t" selftest
 run two-ranks-share "" "$t" two-ranks
+run slow-creator-one-connection "" "$t" slow-creator
 run enable-0 "turned off by MPIR_CVAR_CH3_SMHEAP_ENABLE" MPIR_CVAR_CH3_SMHEAP_ENABLE=0 "$t" off
 run enable-no-mpich-spelling "turned off" MPICH_CH3_SMHEAP_ENABLE=no "$t" off
 run cvar-spelling-wins "" MPICH_CH3_SMHEAP_ENABLE=0 MPIR_CVAR_CH3_SMHEAP_ENABLE=1 "$t" family
