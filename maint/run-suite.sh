@@ -3,13 +3,15 @@
 # project's tests in test/mpi, through MPICH's runtests against an installed MPICH.
 #
 #   maint/run-suite.sh [--install DIR] [--out DIR] [--dirs "attr coll ..."|ci|all]
-#                        [--expected FILE] [--project]
+#                        [--expected FILE] [--project] [--nodes N[:PPN]]
 #
 # --install  the MPICH to test (default build/install, i.e. ch3:smheap)
 # --dirs     which testlist directories: "ci" (the CI subset, default), "all" (every
 #            directory of test/mpi/testlist), or an explicit list
 # --expected a file of tests expected to fail ("dir/test nprocs  reason"); such failures
 #            are reported but not counted as failures
+# --nodes    run every test on N simulated nodes (maint/nodes/mpiexec-nodes), PPN ranks
+#            per node in blocks (default 2; 1 places ranks round-robin)
 # Writes DIR/summary.tap, DIR/summary.txt (one line per test) and prints
 # "N passed, N failed"; exits non-zero if any unexpected failure.
 set -uo pipefail
@@ -21,6 +23,7 @@ out=""
 dirs=ci
 expected=""
 project=no
+nodes=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --install) prefix=$(cd "$2" && pwd); shift ;;
@@ -28,7 +31,8 @@ while [ $# -gt 0 ]; do
         --dirs) dirs=$2; shift ;;
         --expected) expected=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift ;;
         --project) project=yes ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        --nodes) nodes=$2; shift ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) echo "run-suite.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -42,9 +46,25 @@ device=$("$prefix/bin/mpichversion" | sed -n 's/^MPICH Device:[[:space:]]*//p' |
 obj="$BUILD_DIR/tests/mpich-$device"
 suite=mpich
 [ "$project" = yes ] && suite=project
-out=${out:-$BUILD_DIR/results/$suite-$device}
+layout=""
+[ -n "$nodes" ] && layout="-nodes-${nodes/:/x}"
+out=${out:-$BUILD_DIR/results/$suite-$device$layout}
 mkdir -p "$obj" "$out"
 out=$(cd "$out" && pwd)
+
+# The launcher runtests calls: Hydra's mpiexec, or one that spreads the ranks over
+# simulated nodes (loopback aliases 127.0.0.2, 127.0.0.3, ...).
+mpiexec="$prefix/bin/mpiexec"
+if [ -n "$nodes" ]; then
+    n_nodes=${nodes%%:*}
+    ppn=2
+    [ "$nodes" != "$n_nodes" ] && ppn=${nodes#*:}
+    hosts=$(for i in $(seq 2 $((n_nodes + 1))); do printf '127.0.0.%d:%d,' "$i" "$ppn"; done)
+    mpiexec="$out/mpiexec"
+    printf '#!/bin/sh\nMPIEXEC=%s exec %s -hosts %s "$@"\n' "$prefix/bin/mpiexec" \
+        "$top/maint/nodes/mpiexec-nodes" "${hosts%,}" > "$mpiexec"
+    chmod +x "$mpiexec"
+fi
 
 if [ ! -f "$obj/Makefile" ] || [ "$(cat "$obj/.prefix" 2>/dev/null)" != "$prefix" ]; then
     echo "== configuring MPICH's test/mpi against $prefix"
@@ -73,10 +93,10 @@ case "$dirs" in
     all) dirs=$(grep -v '^#' "$rundir/testlist" | grep -v '^ *$' | tr '\n' ' ') ;;
 esac
 
-echo "== $suite test/mpi ($dirs) against $prefix"
+echo "== $suite test/mpi ($dirs) against $prefix${nodes:+ on $nodes simulated nodes}"
 start=$(date +%s)
 (cd "$rundir" && MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-180} "$runtests" -srcdir="$testsrc" \
-    -tests=testlist -testdirs="$(echo $dirs | tr ' ' ',')" -mpiexec="$prefix/bin/mpiexec" \
+    -tests=testlist -testdirs="$(echo $dirs | tr ' ' ',')" -mpiexec="$mpiexec" \
     -tapfile="$out/summary.tap" -xmlfile="$out/summary.xml" > "$out/runtests.log" 2>&1)
 end=$(date +%s)
 
@@ -98,6 +118,6 @@ while read -r line; do
             fi ;;
     esac
 done < "$out/summary.txt"
-echo "$suite test/mpi on $device: $passed passed, $failed failed, $xfailed expected failures, $(( (end - start) / 60 )) min" | tee "$out/totals.txt"
+echo "$suite test/mpi on $device${nodes:+ ($nodes nodes)}: $passed passed, $failed failed, $xfailed expected failures, $(( (end - start) / 60 )) min" | tee "$out/totals.txt"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -87,12 +87,13 @@ static void release_ctrl(smheap_coll_ctrl_t * ctrl, int owner)
     DL_PREPEND(zombies, z);
 }
 
-/* Do all of the communicator's processes belong to our job (and so share our heap)?  Not
- * after MPI_Intercomm_merge with spawned or connected processes. */
-static int all_in_my_job(MPIR_Comm * comm)
+/* Are all of the communicator's processes ranks of our job on this node (and so share
+ * our heap)?  Not in a job that spans nodes (MPICH's node communicators get the table
+ * there), nor after MPI_Intercomm_merge with spawned or connected processes. */
+static int all_on_my_node(MPIR_Comm * comm)
 {
     for (int r = 0; r < comm->local_size; r++)
-        if (comm->dev.vcrt->vcr_table[r]->pg != MPIDI_Process.my_pg)
+        if (MPIDI_CH3I_Smheap_node_rank(comm, r) < 0)
             return FALSE;
     return TRUE;
 }
@@ -105,15 +106,15 @@ static int comm_created(MPIR_Comm * comm, void *param)
     (void) param;
     comm->dev.ch.coll = NULL;   /* the device part of a communicator is not zeroed */
     if (!MPIR_CVAR_CH3_SMHEAP_COLL || !MPIDI_CH3I_Smheap_heap_shared ||
-        comm->comm_kind != MPIR_COMM_KIND__INTRACOMM || !all_in_my_job(comm))
+        comm->comm_kind != MPIR_COMM_KIND__INTRACOMM || !all_on_my_node(comm))
         return MPI_SUCCESS;
 
     cc = MPL_calloc(1, sizeof(*cc) + comm->local_size * sizeof(int), MPL_MEM_COMM);
     if (cc == NULL)
         return MPI_SUCCESS;     /* MPICH's collectives will do */
     cc->size = comm->local_size;
-    for (int r = 0; r < comm->local_size; r++)  /* one process group: its rank is the node's */
-        cc->node_rank[r] = comm->dev.vcrt->vcr_table[r]->pg_rank;
+    for (int r = 0; r < comm->local_size; r++)
+        cc->node_rank[r] = MPIDI_CH3I_Smheap_node_rank(comm, r);
     table = smheap_coll_tables_acquire(&tables, comm->dev.coll_fns,
                                        MPIDI_CH3I_Smheap_coll_override);
     if (table == NULL) {

@@ -11,6 +11,10 @@ AM_CPPFLAGS +=                                             \
     -I$(top_srcdir)/src/mpid/ch3/channels/smheap/include   \
     -I$(top_builddir)/src/mpid/ch3/channels/smheap/include
 
+# ch3:sock's socket layer (mpidu_sock.h), for the paths between nodes.  Listed after our
+# own include directory: ch3:sock's also holds its mpidi_ch3_*.h, which must not be found.
+AM_CPPFLAGS += -I$(top_srcdir)/src/mpid/ch3/channels/sock/include
+
 noinst_HEADERS +=                                          \
     src/mpid/ch3/channels/smheap/include/mpidi_ch3_pre.h   \
     src/mpid/ch3/channels/smheap/include/mpidi_ch3_post.h  \
@@ -32,9 +36,14 @@ mpi_core_sources +=                                        \
     src/mpid/ch3/channels/smheap/src/ch3_mpit.c            \
     src/mpid/ch3/channels/smheap/src/ch3_progress.c        \
     src/mpid/ch3/channels/smheap/src/ch3_rndv.c            \
+    src/mpid/ch3/channels/smheap/src/ch3_sock.c            \
     src/mpid/ch3/channels/smheap/src/smheap_queue.c        \
     src/mpid/ch3/channels/smheap/src/smheap_copy.c         \
     src/mpid/ch3/channels/smheap/src/smheap_doorbell.c
+
+# Between nodes: ch3:sock's poll()-based socket layer, compiled here unchanged (ch3's
+# socket utilities, util/sock, come with build_ch3u_sock in subconfigure.m4).
+mpi_core_sources += src/mpid/ch3/channels/sock/src/sock.c
 
 # Shared-memory windows: ch3:nemesis's implementation is channel-neutral apart
 # from its header, so it is compiled here unchanged against the small

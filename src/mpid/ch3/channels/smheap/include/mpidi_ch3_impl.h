@@ -10,6 +10,7 @@
 #include "smheap_channel.h"
 #include "smheap_queue.h"
 #include "smheap_mpit.h"
+#include "ch3usock.h"
 
 /* Progress engine (ch3_progress.c) */
 int MPIDI_CH3I_Progress_init(void);
@@ -19,10 +20,12 @@ void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc);
 size_t MPIDI_CH3I_Progress_spin_polls(void);
 
 int MPIDI_CH3I_Connection_closed(MPIDI_VC_t * vc);
+extern MPIDI_CH3_PktHandler_Fcn *MPIDI_CH3I_pkt_handlers[];    /* by packet type */
 int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen);
 
 /* Links to processes of other jobs (ch3_link.c) */
-int MPIDI_CH3I_Link_init(int pg_rank);
+int MPIDI_CH3I_Link_init(void);
+int MPIDI_CH3I_Link_add_card(char **card, int *room);
 int MPIDI_CH3I_Link_finalize(void);
 int MPIDI_CH3I_Link_open_outbox(MPIDI_VC_t * vc);
 int MPIDI_CH3I_Link_poll(int *made_progress);
@@ -33,6 +36,23 @@ void MPIDI_CH3I_Link_reap(void);
 int MPIDI_CH3I_Link_bells(smheap_doorbell_t ** bells, int max);
 extern int MPIDI_CH3I_Link_active;      /* links exist or may come: poll for them */
 extern int MPIDI_CH3I_Link_sleepers;    /* threads asleep, maybe on link doorbells */
+
+/* Processes on other nodes, through ch3's socket utilities (ch3_sock.c) */
+int MPIDI_CH3I_Sockpath_init(void);
+int MPIDI_CH3I_Sockpath_finalize(void);
+int MPIDI_CH3I_Sockpath_add_card(int pg_rank, char **card, int *room);
+int MPIDI_CH3I_Sockpath_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
+                                   MPIR_Request ** sreq_ptr);
+int MPIDI_CH3I_Sockpath_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov,
+                               int n_iov);
+int MPIDI_CH3I_Sockpath_poll(int *made_progress);
+int MPIDI_CH3I_Sockpath_sleep(int timeout_ms, int *made_progress);
+int MPIDI_CH3I_Sockpath_terminate(MPIDI_VC_t * vc);
+void MPIDI_CH3I_Sockpath_listen_for_wakeups(smheap_doorbell_t * bell);
+extern int MPIDI_CH3I_Sockpath_active;  /* the job spans nodes: poll the sockets */
+
+/* ch3's socket utilities look at a VC's send queue through this name. */
+#define MPIDI_CH3I_SendQ_head(vcch) ((vcch)->sendq_head)
 
 /* Sending (ch3_isend.c) */
 int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov);

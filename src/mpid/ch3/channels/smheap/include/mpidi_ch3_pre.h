@@ -20,7 +20,20 @@ typedef struct {
     struct smheap_coll_comm *coll;
 } MPIDI_CH3I_CH_comm_t;
 
+/* Where a socket VC's connection stands (ch3's socket utilities, util/sock, set it). */
+typedef enum MPIDI_CH3I_VC_state {
+    MPIDI_CH3I_VC_STATE_UNCONNECTED,
+    MPIDI_CH3I_VC_STATE_CONNECTING,
+    MPIDI_CH3I_VC_STATE_CONNECTED,
+    MPIDI_CH3I_VC_STATE_FAILED
+} MPIDI_CH3I_VC_state_t;
+
 typedef struct MPIDI_CH3I_VC {
+    /* The VC's process among the ranks of our job on this node (the index of its rings,
+     * doorbell and heap slice), or -1: a process on another node, reached through a
+     * socket (src/ch3_sock.c), or of another job, reached through links. */
+    int node_rank;
+
     /* Our ends of the two rings between this process and the VC's process: in the node
      * segment for a rank of our job, in link segments for a process of another job
      * (src/ch3_link.c).  A ring is NULL until it is there: always for the self VC (ch3
@@ -43,6 +56,14 @@ typedef struct MPIDI_CH3I_VC {
 
     /* The receive in progress: a message whose data continues in later cells. */
     struct MPIR_Request *recv_active;
+
+    /* A process on another node (node_rank -1, same job or not): its socket connection,
+     * under the names ch3's socket utilities (util/sock) use.  `sendq_head` above is its
+     * send queue, the head being written. */
+    int remote;
+    MPIDI_CH3I_VC_state_t state;
+    struct MPIDI_CH3I_Sock *sock;
+    struct MPIDI_CH3I_Connection *conn;
 } MPIDI_CH3I_VC;
 
 #define MPIDI_CH3_VC_DECL struct MPIDI_CH3I_VC ch;
@@ -60,9 +81,12 @@ struct MPIDI_CH3I_Request {
 #define MPIDI_CH3_REQUEST_DECL struct MPIDI_CH3I_Request ch;
 #define MPIDI_CH3_REQUEST_INIT(req_) ((req_)->ch.peer_buf = NULL, (req_)->ch.copy_job = NULL)
 
-/* The channel's packets: single-copy rendezvous (src/ch3_rndv.c). */
+/* The channel's packets: single-copy rendezvous (src/ch3_rndv.c), and the socket
+ * connection set-up of ch3's socket utilities (util/sock). */
 #define MPIDI_CH3_PKT_ENUM \
-    MPIDI_CH3I_SMHEAP_PKT_RTS, MPIDI_CH3I_SMHEAP_PKT_HELP, MPIDI_CH3I_SMHEAP_PKT_DONE
+    MPIDI_CH3I_SMHEAP_PKT_RTS, MPIDI_CH3I_SMHEAP_PKT_HELP, MPIDI_CH3I_SMHEAP_PKT_DONE, \
+    MPIDI_CH3I_PKT_SC_OPEN_REQ, MPIDI_CH3I_PKT_SC_CONN_ACCEPT, MPIDI_CH3I_PKT_SC_OPEN_RESP, \
+    MPIDI_CH3I_PKT_SC_CLOSE
 
 typedef struct MPIDI_CH3I_Progress_state {
     int completion_count;

@@ -29,6 +29,10 @@ int MPIDI_CH3I_Progress_wait_for(int (*ready) (void *), void *arg);
  * publishing what they wait for. */
 void MPIDI_CH3I_Smheap_wake_node_ranks(const int *ranks, int n);
 
+/* The index among this node's ranks (of its rings, doorbell and heap slice) of the process
+ * at `rank` of comm, or -1 if it is on another node or of another job. */
+int MPIDI_CH3I_Smheap_node_rank(MPIR_Comm * comm, int rank);
+
 /* 1 when every rank of this node allocates from one shared heap (set at MPI_Init). */
 extern int MPIDI_CH3I_Smheap_heap_shared;
 

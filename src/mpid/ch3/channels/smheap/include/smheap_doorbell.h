@@ -17,10 +17,19 @@
 
 #include <stdatomic.h>
 
+#define SMHEAP_DOORBELL_NAME_LEN 48
+
 typedef struct smheap_doorbell {
     _Alignas(64) atomic_int seq;        /* futex word, bumped by every wake-up */
     atomic_int sleepers;        /* threads of the owner that may be asleep on seq */
+    /* An owner that may sleep in poll() (on sockets) rather than on the futex names an
+     * abstract UNIX datagram socket here; a wake-up also sends it a byte.  Empty: none. */
+    char wake_socket[SMHEAP_DOORBELL_NAME_LEN];
 } smheap_doorbell_t;
+
+/* The owner of b will sleep in poll() on the socket it bound at the abstract name `name`
+ * (at most SMHEAP_DOORBELL_NAME_LEN - 1 bytes); call before anyone may ring b. */
+void smheap_doorbell_set_wake_socket(smheap_doorbell_t * b, const char *name);
 
 static inline int smheap_doorbell_arm(smheap_doorbell_t * b)
 {

@@ -19,6 +19,11 @@ extern unsigned long long PVAR_COUNTER_smheap_copy_help_bytes;
 extern unsigned long long PVAR_COUNTER_smheap_links_opened;
 extern unsigned long long PVAR_COUNTER_smheap_links_accepted;
 extern unsigned long long PVAR_COUNTER_smheap_link_cells_received;
+extern unsigned long long PVAR_COUNTER_smheap_remote_msgs;
+extern unsigned long long PVAR_COUNTER_smheap_remote_bytes;
+extern unsigned long long PVAR_COUNTER_smheap_remote_connects;
+extern unsigned long long PVAR_COUNTER_smheap_remote_failures;
+extern unsigned long long PVAR_COUNTER_smheap_remote_wakeups;
 
 /* Registers every one of the channel's performance variables (MPIDI_CH3_Init). */
 void MPIDI_CH3I_Smheap_mpit_init(void);

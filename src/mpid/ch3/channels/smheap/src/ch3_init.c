@@ -1,17 +1,15 @@
 /*
- * ch3:smheap -- channel initialization: check that the job fits on one node, set up the
- * node segment and give every VC its pair of rings.
+ * ch3:smheap -- channel initialization: set up the node segment, give every VC of a rank
+ * on this node its pair of rings, and open the sockets to the job's other nodes.
  */
 
 #include "mpidi_ch3_impl.h"
-#include <unistd.h>
 #include "mpid_nem_impl.h"      /* the ordering answer for the window code */
 #include "smheap_coll.h"
 
 static int channel_initialized;
 
-/* Every rank of the job shares this node, so a "shared" split is a split by node
- * topology (hwloc) of the whole communicator. */
+/* A "shared" split is a split by node, then by node topology (hwloc). */
 static int split_type(MPIR_Comm * comm_ptr, int stype, int key, MPIR_Info * info_ptr,
                       MPIR_Comm ** newcomm_ptr)
 {
@@ -63,15 +61,15 @@ const MPIDI_CH3I_Smheap_netmod_ordering_t MPIDI_CH3I_Smheap_ordered_netmod = {
     rings_are_ordered
 };
 
-/* A rank of our job: its rings and doorbell are in the node segment, and its heap is ours,
- * so large messages may go single-copy (src/ch3_rndv.c). */
-static void attach_rings(MPIDI_VC_t * vc, int my_rank)
+/* A rank of our job on this node: its rings and doorbell are in the node segment, and its
+ * heap is ours, so large messages may go single-copy (src/ch3_rndv.c). */
+static void attach_rings(MPIDI_VC_t * vc)
 {
-    int peer = vc->pg_rank;
+    int peer = vc->ch.node_rank, me = smheap_queue.my_rank;
 
-    vc->ch.out.ring = MPIDI_CH3I_Smheap_ring(peer, my_rank);
+    vc->ch.out.ring = MPIDI_CH3I_Smheap_ring(peer, me);
     vc->ch.out.pos = vc->ch.out.head_seen = 0;
-    vc->ch.in.ring = MPIDI_CH3I_Smheap_ring(my_rank, peer);
+    vc->ch.in.ring = MPIDI_CH3I_Smheap_ring(me, peer);
     vc->ch.in.pos = vc->ch.in.head_seen = 0;
     vc->ch.geom = &smheap_queue.geom;
     vc->ch.peer_bell = &smheap_queue.bells[peer];
@@ -81,50 +79,80 @@ static void attach_rings(MPIDI_VC_t * vc, int my_rank)
     vc->eager_max_msg_sz = MPIDI_CH3I_Smheap_eager_max_msg_sz();
 }
 
-/* The error stack reaches the user through MPICH's fatal-error print, but Hydra's mpiexec
- * exits as soon as the first rank calls PMI_Abort, and stderr its proxies have not yet
- * forwarded is lost.  So the first rank of each node says why itself, and every rank gives
- * the launcher a moment to forward it before MPI_Init fails. */
-static void announce_refusal(int mpi_errno)
-{
-    if (MPIR_Process.local_rank == 0) {
-        char msg[MPI_MAX_ERROR_STRING];
+/* Where each rank of our job is: its index among this node's ranks, or -1 on another
+ * node (MPICH's node map, from the launcher). */
+static int *node_rank_of;       /* [job size] */
 
-        MPIR_Err_get_string(mpi_errno, msg, sizeof(msg), NULL);
-        fprintf(stderr, "%s\n", msg);
-        fflush(stderr);
-    }
-    sleep(1);
+static int map_node_ranks(int size)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    node_rank_of = MPL_malloc(size * sizeof(int), MPL_MEM_ADDRESS);
+    MPIR_ERR_CHKANDJUMP(node_rank_of == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    for (int r = 0; r < size; r++)
+        node_rank_of[r] = -1;
+    for (int i = 0; i < MPIR_Process.local_size; i++)
+        node_rank_of[MPIR_Process.node_local_map[i]] = i;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_CH3I_Smheap_node_rank(MPIR_Comm * comm, int rank)
+{
+    return comm->dev.vcrt->vcr_table[rank]->ch.node_rank;
+}
+
+/* Our business card: the links' address (processes of other jobs on this node) and, in a
+ * job that spans nodes, the socket listener's (ch3's socket utilities read it). */
+static int format_card(int pg_rank, char *card, int room)
+{
+    int mpi_errno = MPIDI_CH3I_Link_add_card(&card, &room);
+
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPIDI_CH3I_Sockpath_add_card(pg_rank, &card, &room);
+    return mpi_errno;
+}
+
+int MPIDI_CH3_Get_business_card(int myRank, char *value, int length)
+{
+    MPIDI_CH3I_Link_active = 1;         /* a card handed out may bring connections */
+    return format_card(myRank, value, length);
 }
 
 int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
 {
     int mpi_errno = MPI_SUCCESS;
+    char card[512] = "";
     int i;
 
     MPIR_FUNC_ENTER;
 
-    /* The rings and the shared heap only reach ranks on this node. */
-    if (MPIR_Process.num_nodes > 1) {
-        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_multinode", "**smheap_multinode %d",
-                      MPIR_Process.num_nodes);
-        announce_refusal(mpi_errno);
-        goto fn_fail;
-    }
     MPL_UNREFERENCED_ARG(has_parent);   /* ch3 connects a spawned job to its parent */
-    MPIR_Assert(MPIR_Process.local_size == pg_p->size && MPIR_Process.local_rank == pg_rank);
 
     MPIR_Comm_fns = &comm_fns;
     smheap_copy_init();
     MPIDI_CH3I_Smheap_mpit_init();
-
-    mpi_errno = MPIDI_CH3I_Smheap_queue_init(pg_p->size, pg_rank);
+    mpi_errno = map_node_ranks(pg_p->size);
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPIDI_CH3I_Smheap_heap_init(pg_p->size, pg_rank);
+
+    mpi_errno = MPIDI_CH3I_Smheap_queue_init(MPIR_Process.local_size, MPIR_Process.local_rank);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3I_Smheap_heap_init(MPIR_Process.local_size, MPIR_Process.local_rank);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Smheap_coll_init();
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPIDI_CH3I_Link_init(pg_rank);
+    mpi_errno = MPIDI_CH3I_Link_init();
+    MPIR_ERR_CHECK(mpi_errno);
+    if (MPIR_Process.num_nodes > 1) {
+        mpi_errno = MPIDI_CH3I_Sockpath_init();
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    mpi_errno = format_card(pg_rank, card, sizeof(card));
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_PG_SetConnInfo(pg_rank, card);
     MPIR_ERR_CHECK(mpi_errno);
     channel_initialized = 1;
 
@@ -144,9 +172,10 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
 }
 
 /* Called by MPIDI_VC_Init for every VC: those of our job once from MPIDI_PG_Create before
- * MPIDI_CH3_Init (rings not there yet) and again from MPIDI_CH3_Init once they are; those
- * of other jobs' groups and ch3's temporary connect/accept VCs keep ch3's rendezvous and
- * get their rings from links (src/ch3_link.c). */
+ * MPIDI_CH3_Init (rings not there yet) and again from MPIDI_CH3_Init once they are (or
+ * marked remote: a socket, src/ch3_sock.c); those of other jobs' groups and ch3's
+ * temporary connect/accept VCs keep ch3's rendezvous and get their rings from links
+ * (src/ch3_link.c). */
 int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
 {
     vc->ch.out.ring = NULL;
@@ -162,10 +191,18 @@ int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
     vc->ch.terminate_when_drained = FALSE;
     vc->ch.draining = FALSE;
     vc->ch.recv_active = NULL;
+    vc->ch.node_rank = -1;
+    vc->ch.remote = FALSE;
+    vc->ch.state = MPIDI_CH3I_VC_STATE_UNCONNECTED;
+    vc->ch.sock = MPIDI_CH3I_SOCK_INVALID_SOCK;
+    vc->ch.conn = NULL;
 
-    if (channel_initialized && vc->pg == MPIDI_Process.my_pg &&
-        vc->pg_rank != smheap_queue.my_rank)
-        attach_rings(vc, smheap_queue.my_rank);
+    if (channel_initialized && vc->pg == MPIDI_Process.my_pg) {
+        vc->ch.node_rank = node_rank_of[vc->pg_rank];
+        vc->ch.remote = vc->ch.node_rank < 0;
+        if (!vc->ch.remote && vc->pg_rank != MPIDI_Process.my_pg_rank)
+            attach_rings(vc);
+    }
     return MPI_SUCCESS;
 }
 

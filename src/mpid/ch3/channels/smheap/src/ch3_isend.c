@@ -220,6 +220,10 @@ int MPIDI_CH3_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, in
     int n_rest = n_iov;
 
     MPIR_FUNC_ENTER;
+    if (vc->ch.remote) {
+        mpi_errno = MPIDI_CH3I_Sockpath_iSendv(vc, sreq, iov, n_iov);
+        goto fn_exit;
+    }
     copy_iov(local, iov, n_iov);
     count_eager(iov[0].iov_base);
     sreq->ch.vc = vc;
@@ -259,8 +263,9 @@ int MPIDI_CH3_iSend(MPIDI_VC_t * vc, MPIR_Request * sreq, void *hdr, intptr_t hd
     return MPIDI_CH3_iSendv(vc, sreq, &iov, 1);
 }
 
-/* A message without a request of its own that did not go into one cell: a VC still
- * without its ring, a queue ahead of it, a full ring, or more data than a cell holds. */
+/* A message without a request of its own that did not go into one cell: a VC on another
+ * node, a VC still without its ring, a queue ahead of it, a full ring, or more data than a
+ * cell holds. */
 static int start_msg_slowly(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
                             MPIR_Request ** sreq_ptr)
 {
@@ -270,6 +275,8 @@ static int start_msg_slowly(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
     int n_rest = n_iov;
     MPIR_Request *sreq;
 
+    if (vc->ch.remote)
+        return MPIDI_CH3I_Sockpath_iStartMsgv(vc, iov, n_iov, sreq_ptr);
     copy_iov(local, iov, n_iov);
     count_eager(iov[0].iov_base);
     *sreq_ptr = NULL;

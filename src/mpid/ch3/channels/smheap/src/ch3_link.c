@@ -119,11 +119,12 @@ static void set_abstract_addr(struct sockaddr_un *sa, socklen_t * len, const cha
 /* ------------------------------------------------------------------------------------ */
 /* Set-up                                                                               */
 
-static int format_card(char *value, int length)
+/* Our address, for the business card ch3 hands to the processes we connect or accept. */
+int MPIDI_CH3I_Link_add_card(char **card, int *room)
 {
     int mpi_errno = MPI_SUCCESS;
 
-    MPIR_ERR_CHKANDJUMP(MPL_str_add_string_arg(&value, &length, LINK_BC_KEY, my_addr) !=
+    MPIR_ERR_CHKANDJUMP(MPL_str_add_string_arg(card, room, LINK_BC_KEY, my_addr) !=
                         MPL_SUCCESS, mpi_errno, MPI_ERR_OTHER, "**buscard_len");
   fn_exit:
     return mpi_errno;
@@ -131,24 +132,13 @@ static int format_card(char *value, int length)
     goto fn_exit;
 }
 
-/* Our business card (MPI_Open_port builds port names from it).  A card handed out after
- * MPI_Init may bring connections: from now on the listener is watched. */
-int MPIDI_CH3_Get_business_card(int myRank, char *value, int length)
-{
-    MPL_UNREFERENCED_ARG(myRank);
-    MPIDI_CH3I_Link_active = 1;
-    return format_card(value, length);
-}
-
-/* Listen on an abstract socket named after us and publish the name as our business card
- * (ch3 hands business cards to the processes we connect or accept). */
-int MPIDI_CH3I_Link_init(int pg_rank)
+/* Listen on an abstract socket named after us (our business card names it). */
+int MPIDI_CH3I_Link_init(void)
 {
     int mpi_errno = MPI_SUCCESS;
     struct sockaddr_un sa;
     socklen_t sa_len;
     struct timespec ts;
-    char bc[256];
 
     listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     MPIR_ERR_CHKANDJUMP2(listen_fd < 0, mpi_errno, MPI_ERR_OTHER, "**smheap_link",
@@ -161,11 +151,6 @@ int MPIDI_CH3I_Link_init(int pg_rank)
     MPIR_ERR_CHKANDJUMP2(bind(listen_fd, (struct sockaddr *) &sa, sa_len) != 0 ||
                          listen(listen_fd, SOMAXCONN) != 0, mpi_errno, MPI_ERR_OTHER,
                          "**smheap_link", "**smheap_link %s %s", my_addr, strerror(errno));
-
-    mpi_errno = format_card(bc, sizeof(bc));
-    MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPIDI_PG_SetConnInfo(pg_rank, bc);
-    MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
     return mpi_errno;

@@ -21,6 +21,11 @@ unsigned long long PVAR_COUNTER_smheap_copy_help_bytes;
 unsigned long long PVAR_COUNTER_smheap_links_opened;
 unsigned long long PVAR_COUNTER_smheap_links_accepted;
 unsigned long long PVAR_COUNTER_smheap_link_cells_received;
+unsigned long long PVAR_COUNTER_smheap_remote_msgs;
+unsigned long long PVAR_COUNTER_smheap_remote_bytes;
+unsigned long long PVAR_COUNTER_smheap_remote_connects;
+unsigned long long PVAR_COUNTER_smheap_remote_failures;
+unsigned long long PVAR_COUNTER_smheap_remote_wakeups;
 
 #define FLAGS (MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS)
 
@@ -115,11 +120,21 @@ static void register_messages(void)
             "link segments this process accepted from processes of other jobs");
     COUNTER(smheap_link_cells_received, MPI_T_VERBOSITY_USER_DETAIL,
             "ring cells this process received over links");
+    COUNTER(smheap_remote_msgs, MPI_T_VERBOSITY_USER_BASIC,
+            "packets this rank sent to processes on other nodes, over sockets");
+    COUNTER(smheap_remote_bytes, MPI_T_VERBOSITY_USER_BASIC,
+            "data bytes sent with those packets (headers not counted)");
+    COUNTER(smheap_remote_connects, MPI_T_VERBOSITY_USER_DETAIL,
+            "socket connections this rank opened to processes on other nodes");
+    COUNTER(smheap_remote_failures, MPI_T_VERBOSITY_USER_BASIC,
+            "socket connections to other nodes that broke before ch3 closed them");
 }
 
 static void register_waiting(void)
 {
     COUNTER(smheap_sleeps, MPI_T_VERBOSITY_USER_DETAIL, "times this rank slept on its doorbell");
+    COUNTER(smheap_remote_wakeups, MPI_T_VERBOSITY_USER_DETAIL,
+            "times a local peer woke this rank from a sleep in poll() on its sockets");
     LEVEL(smheap_spin_polls, MPIDI_CH3I_Progress_spin_polls, get_by_call,
           "polls a waiting rank spins before it yields the CPU "
           "(MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS, or the automatic choice)");

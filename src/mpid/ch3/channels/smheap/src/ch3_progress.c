@@ -41,11 +41,11 @@ cvars:
 */
 
 #define PKTARRAY_SIZE (MPIDI_CH3_PKT_END_ALL + 1)
-static MPIDI_CH3_PktHandler_Fcn *pktArray[PKTARRAY_SIZE];
+MPIDI_CH3_PktHandler_Fcn *MPIDI_CH3I_pkt_handlers[PKTARRAY_SIZE];
 
 MPL_atomic_int_t MPIDI_CH3I_progress_completion_count = MPL_ATOMIC_INT_T_INITIALIZER(0);
 
-static MPIDI_VC_t **peer_vcs;   /* [nranks], NULL for ourselves */
+static MPIDI_VC_t **peer_vcs;   /* [node ranks], NULL for ourselves */
 static MPIDI_VC_t *pending_vcs; /* VCs whose send queue is not empty */
 static int recv_nesting;        /* a packet handler re-entered progress */
 static int next_peer;           /* round-robin start of the inbox scan */
@@ -56,6 +56,11 @@ static int next_peer;           /* round-robin start of the inbox scan */
 #define SMHEAP_SLEEP_NSEC (10 * 1000 * 1000)
 
 #define SMHEAP_SPIN_POLLS_ALONE 2000  /* polls of a rank with a CPU of its own (measured) */
+
+/* A job that spans nodes looks at its sockets every this many polls (a poll() system call
+ * each time), and always before it sleeps.  nemesis's tcp module looks every 128. */
+#define SOCK_POLL_INTERVAL 16
+static int sock_ticks;
 
 
 /* ------------------------------------------------------------------------------------ */
@@ -82,7 +87,7 @@ int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen)
             buf += sizeof(MPIDI_CH3_Pkt_t);
             buflen -= sizeof(MPIDI_CH3_Pkt_t);
             len = buflen;
-            mpi_errno = pktArray[pkt->type] (vc, pkt, buf, &len, &rreq);
+            mpi_errno = MPIDI_CH3I_pkt_handlers[pkt->type] (vc, pkt, buf, &len, &rreq);
             MPIR_ERR_CHECK(mpi_errno);
             buf += len;
             buflen -= len;
@@ -164,7 +169,8 @@ static inline int receive_cell(MPIDI_VC_t * vc, smheap_cell_t * cell)
     if (vc->ch.recv_active != NULL || cell->len != sizeof(MPIDI_CH3_Pkt_t))
         return MPIDI_CH3I_Handle_cell(vc, cell->payload, cell->len);
     MPIR_Assert(pkt->type >= 0 && pkt->type < MPIDI_CH3_PKT_END_ALL);
-    mpi_errno = pktArray[pkt->type] (vc, pkt, cell->payload + sizeof(*pkt), &len, &rreq);
+    mpi_errno = MPIDI_CH3I_pkt_handlers[pkt->type] (vc, pkt, cell->payload + sizeof(*pkt),
+                                                     &len, &rreq);
     if (rreq != NULL) {
         /* the message's data follows in later cells */
         rreq->dev.iov_offset = 0;
@@ -209,7 +215,7 @@ static int poll_inbox(int *made_progress)
         if (vc == NULL || (cell = smheap_ring_peek(&vc->ch.in, &smheap_queue.geom)) == NULL)
             continue;
         /* a peer that never spoke to us has an inactive VC; ch3 expects it active */
-        MPIDI_PG_Get_vc_set_active(MPIDI_Process.my_pg, peer, &vc);
+        MPIDI_PG_Get_vc_set_active(MPIDI_Process.my_pg, vc->pg_rank, &vc);
         for (; cell != NULL && budget-- > 0;
              cell = smheap_ring_peek(&vc->ch.in, &smheap_queue.geom)) {
             mpi_errno = receive_cell(vc, cell);
@@ -284,6 +290,11 @@ static int poll_once(int *made_progress)
     if (MPIDI_CH3I_Link_active && !recv_nesting) {
         MPIDI_CH3I_Link_reap();
         mpi_errno = MPIDI_CH3I_Link_poll_listener(FALSE);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    if (MPIDI_CH3I_Sockpath_active && ++sock_ticks >= SOCK_POLL_INTERVAL) {
+        sock_ticks = 0;
+        mpi_errno = MPIDI_CH3I_Sockpath_poll(made_progress);
         MPIR_ERR_CHECK(mpi_errno);
     }
     mpi_errno = MPIR_Progress_hook_exec_all(&hook_progress);
@@ -365,8 +376,10 @@ static int arm_bells(bell_set_t * set)
             mpi_errno = MPIDI_CH3I_Link_poll_listener(TRUE);
         set->n += MPIDI_CH3I_Link_bells(set->bells + 1, SMHEAP_DOORBELL_MAX_WAIT - 1);
     }
-    for (int i = 0; i < set->n; i++)
+    for (int i = 0; i < set->n; i++) {
+        MPIDI_CH3I_Sockpath_listen_for_wakeups(set->bells[i]);
         set->seqs[i] = smheap_doorbell_arm(set->bells[i]);
+    }
     MPIDI_CH3I_Link_sleepers++;         /* the link doorbells stay mapped meanwhile */
     return mpi_errno;
 }
@@ -396,9 +409,15 @@ static int sleep_until_rung(int (*ready) (void *), void *arg, int *made_progress
     mpi_errno = arm_bells(&set);
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = poll_once(made_progress);
+    if (mpi_errno == MPI_SUCCESS && MPIDI_CH3I_Sockpath_active && !*made_progress)
+        mpi_errno = MPIDI_CH3I_Sockpath_poll(made_progress);
     if (mpi_errno == MPI_SUCCESS && !*made_progress && !ready(arg)) {
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_sleeps, 1);
-        err = without_global_lock(sleep_on_bells, &set);
+        /* with sockets to watch, sleep in poll(): the doorbells send a byte there too */
+        if (MPIDI_CH3I_Sockpath_active)
+            mpi_errno = MPIDI_CH3I_Sockpath_sleep(SMHEAP_SLEEP_NSEC / 1000000, made_progress);
+        else
+            err = without_global_lock(sleep_on_bells, &set);
     }
     disarm_bells(&set);
     MPIR_ERR_CHECK(mpi_errno);
@@ -531,9 +550,9 @@ int MPIDI_CH3I_Progress_init(void)
 
     MPIR_ERR_CHKANDJUMP(PKTARRAY_SIZE <= MPIDI_CH3_PKT_END_ALL, mpi_errno, MPI_ERR_INTERN,
                         "**ch3|pktarraytoosmall");
-    mpi_errno = MPIDI_CH3_PktHandler_Init(pktArray, PKTARRAY_SIZE);
+    mpi_errno = MPIDI_CH3_PktHandler_Init(MPIDI_CH3I_pkt_handlers, PKTARRAY_SIZE);
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPIDI_CH3I_Smheap_rndv_init(pktArray, PKTARRAY_SIZE);
+    mpi_errno = MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3I_pkt_handlers, PKTARRAY_SIZE);
     MPIR_ERR_CHECK(mpi_errno);
 
     peer_vcs = MPL_calloc(smheap_queue.nranks, sizeof(MPIDI_VC_t *), MPL_MEM_ADDRESS);
@@ -542,7 +561,7 @@ int MPIDI_CH3I_Progress_init(void)
                         "**nomem");
     for (i = 0; i < smheap_queue.nranks; i++)
         if (i != smheap_queue.my_rank)
-            peer_vcs[i] = &pg->vct[i];
+            peer_vcs[i] = &pg->vct[MPIR_Process.node_local_map[i]];
     choose_spin();
 
 
@@ -581,7 +600,9 @@ int MPIDI_CH3_Connection_terminate(MPIDI_VC_t * vc)
     if (vc->state == MPIDI_VC_STATE_MORIBUND || vc->state == MPIDI_VC_STATE_INACTIVE_CLOSED)
         goto fn_exit;
 
-    if (MPIDI_CH3I_Sendq_empty(vc))
+    if (vc->ch.remote)
+        mpi_errno = MPIDI_CH3I_Sockpath_terminate(vc);
+    else if (MPIDI_CH3I_Sendq_empty(vc))
         mpi_errno = MPIDI_CH3I_Connection_closed(vc);
     else
         vc->ch.terminate_when_drained = TRUE;   /* finished by MPIDI_CH3I_Send_progress_vc */

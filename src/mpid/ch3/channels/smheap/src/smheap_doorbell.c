@@ -8,15 +8,64 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+void smheap_doorbell_set_wake_socket(smheap_doorbell_t * b, const char *name)
+{
+    size_t n = strlen(name);
+
+    if (n >= sizeof(b->wake_socket))
+        n = sizeof(b->wake_socket) - 1;
+    memcpy(b->wake_socket, name, n);
+    b->wake_socket[n] = '\0';
+}
+
+/* One socket per process to send wake-ups from, made on first use. */
+static int wake_sender(void)
+{
+    static atomic_int fd = -1;
+    int s = atomic_load_explicit(&fd, memory_order_acquire), expected = -1;
+
+    if (s >= 0)
+        return s;
+    s = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s < 0 || atomic_compare_exchange_strong(&fd, &expected, s))
+        return s;
+    close(s);   /* another thread made one first */
+    return expected;
+}
+
+/* A byte to the owner's wake socket.  A full socket already holds a wake-up: the
+ * owner's poll() returns anyway, so EAGAIN is not an error. */
+static void send_wake_datagram(const char *name)
+{
+    struct sockaddr_un a;
+    size_t n = strlen(name);
+    int s = wake_sender();
+    char byte = 0;
+
+    if (s < 0)
+        return;
+    memset(&a, 0, sizeof(a));
+    a.sun_family = AF_UNIX;
+    memcpy(a.sun_path + 1, name, n);
+    sendto(s, &byte, 1, MSG_DONTWAIT, (struct sockaddr *) &a,
+           (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + n));
+}
 
 void smheap_doorbell_wake(smheap_doorbell_t * b)
 {
     atomic_fetch_add_explicit(&b->seq, 1, memory_order_release);
     syscall(SYS_futex, &b->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    if (b->wake_socket[0] != '\0')
+        send_wake_datagram(b->wake_socket);
 }
 
 int smheap_doorbell_sleep(smheap_doorbell_t * b, int seq, long timeout_ns)

@@ -1,0 +1,581 @@
+/*
+ * ch3:smheap -- processes on other nodes: ch3 packets over TCP, with MPICH's own socket
+ * code.  The poll()-based socket layer is ch3:sock's (channels/sock/src/sock.c, compiled
+ * with this channel) and the connections are made by ch3's socket utilities (util/sock:
+ * business card, connect on the first send, the open/accept handshake with head-to-head
+ * resolution).  This file does for a VC on another node what ch3:sock's channel files do
+ * for every VC: queue sends behind the connection and turn socket events into ch3 packet
+ * and request handling.
+ *
+ * The rings stay the path between ranks of a node.  The progress engine polls the sockets
+ * every SOCK_POLL_INTERVAL rounds and before it sleeps; an idle rank then sleeps in poll()
+ * on the sockets and on a datagram socket named in its doorbells, so that a local peer's
+ * ring (which sends that socket a byte when its owner sleeps) and a remote packet both
+ * wake it.
+ */
+
+#include "mpidi_ch3_impl.h"
+#include "mpidu_sock.h"
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+MPIDI_CH3I_Sock_set_t MPIDI_CH3I_sock_set;     /* util/sock connects through this set */
+int MPIDI_CH3I_Sockpath_active;
+
+static int wake_fd = -1;        /* our doorbells' datagram socket */
+static MPIDI_CH3I_Sock_t wake_sock;
+static char wake_name[SMHEAP_DOORBELL_NAME_LEN];
+static char wake_byte;
+static int handling;            /* an event handler re-entered progress */
+
+/* ------------------------------------------------------------------------------------ */
+/* Set-up                                                                               */
+
+/* A datagram socket in the abstract namespace (pid and clock make the name unique on the
+ * node while we live), watched by the socket set like any connection. */
+static int open_wake_socket(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    struct sockaddr_un sa;
+    struct timespec ts;
+    size_t n;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    snprintf(wake_name, sizeof(wake_name), "smheap-wake-%d-%llx", (int) getpid(),
+             (unsigned long long) ts.tv_sec * 1000000000ULL + (unsigned long long) ts.tv_nsec);
+    n = strlen(wake_name);
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path + 1, wake_name, n);
+    wake_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    MPIR_ERR_CHKANDJUMP2(wake_fd < 0 ||
+                         bind(wake_fd, (struct sockaddr *) &sa,
+                              (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + n)) != 0,
+                         mpi_errno, MPI_ERR_OTHER, "**smheap_wake_socket",
+                         "**smheap_wake_socket %s %s", wake_name, strerror(errno));
+    mpi_errno = MPIDI_CH3I_Sock_native_to_sock(MPIDI_CH3I_sock_set, wake_fd, &wake_fd,
+                                               &wake_sock);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3I_Sock_post_read(wake_sock, &wake_byte, 1, 1, NULL);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_CH3I_Sockpath_init(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    MPIR_FUNC_ENTER;
+
+    mpi_errno = MPIDI_CH3I_Sock_init();
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3I_Sock_create_set(&MPIDI_CH3I_sock_set);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDU_CH3I_SetupListener(MPIDI_CH3I_sock_set);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = open_wake_socket();
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIDI_CH3I_Sockpath_active = 1;
+
+  fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Our listener's address, for the business card the job publishes. */
+int MPIDI_CH3I_Sockpath_add_card(int pg_rank, char **card, int *room)
+{
+    if (!MPIDI_CH3I_Sockpath_active)
+        return MPI_SUCCESS;
+    return MPIDI_CH3U_Get_business_card_sock(pg_rank, card, room);
+}
+
+/* A doorbell of ours: when it is rung while we sleep in poll(), the ringer also sends our
+ * wake socket a byte. */
+void MPIDI_CH3I_Sockpath_listen_for_wakeups(smheap_doorbell_t * bell)
+{
+    if (MPIDI_CH3I_Sockpath_active && bell->wake_socket[0] == '\0')
+        smheap_doorbell_set_wake_socket(bell, wake_name);
+}
+
+int MPIDI_CH3I_Sockpath_finalize(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_CH3I_Connection_t *conn = NULL;
+
+    MPIR_FUNC_ENTER;
+
+    if (!MPIDI_CH3I_Sockpath_active)
+        goto fn_exit;
+    mpi_errno = MPIDU_CH3I_ShutdownListener();
+    MPIR_ERR_CHECK(mpi_errno);
+    /* the wake socket is closed with the others; it has no connection to close */
+    MPIDI_CH3I_Sock_close_open_sockets(MPIDI_CH3I_sock_set, (void **) &conn);
+    while (conn != NULL) {
+        if ((void *) conn != (void *) &wake_fd) {
+            conn->state = CONN_STATE_CLOSING;
+            mpi_errno = MPIDI_CH3_Sockconn_handle_close_event(conn);
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+        MPIDI_CH3I_Sock_close_open_sockets(MPIDI_CH3I_sock_set, (void **) &conn);
+    }
+    MPIDI_CH3I_Sock_destroy_set(MPIDI_CH3I_sock_set);
+    MPIDI_CH3I_Sock_finalize();
+    wake_fd = -1;
+    MPIDI_CH3I_Sockpath_active = 0;
+
+  fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Sending                                                                              */
+
+/* The send queue holds a reference on each request, as ch3:sock's does: the request must
+ * outlive its completion until it leaves the queue. */
+static void sendq_enqueue(MPIDI_VC_t * vc, MPIR_Request * sreq)
+{
+    MPIR_Request_add_ref(sreq);
+    sreq->next = NULL;
+    if (vc->ch.sendq_tail)
+        vc->ch.sendq_tail->next = sreq;
+    else
+        vc->ch.sendq_head = sreq;
+    vc->ch.sendq_tail = sreq;
+}
+
+static void sendq_dequeue(MPIDI_VC_t * vc)
+{
+    MPIR_Request *sreq = vc->ch.sendq_head;
+
+    vc->ch.sendq_head = sreq->next;
+    if (vc->ch.sendq_head == NULL)
+        vc->ch.sendq_tail = NULL;
+    MPIR_Request_free(sreq);
+}
+
+/* Skip the first nb bytes of iov[0..*n): returns the index of the first entry not
+ * written in full (that entry adjusted), or *n when all was. */
+static int skip_written(struct iovec *iov, int n, size_t nb)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (iov[i].iov_len > nb) {
+            iov[i].iov_base = (char *) iov[i].iov_base + nb;
+            iov[i].iov_len -= nb;
+            return i;
+        }
+        nb -= iov[i].iov_len;
+    }
+    return n;
+}
+
+/* Keep iov[first..n) in sreq; a header not yet written moves into the request (the
+ * caller's may live on its stack). */
+static void save_unwritten(MPIR_Request * sreq, struct iovec *iov, int n, int first,
+                           const void *header)
+{
+    int i;
+
+    for (i = first; i < n; i++)
+        sreq->dev.iov[i - first] = iov[i];
+    if (iov[first].iov_base >= header &&
+        (char *) iov[first].iov_base < (const char *) header + sizeof(MPIDI_CH3_Pkt_t)) {
+        size_t into = (char *) iov[first].iov_base - (const char *) header;
+
+        sreq->dev.pending_pkt = *(const MPIDI_CH3_Pkt_t *) header;
+        sreq->dev.iov[0].iov_base = (char *) &sreq->dev.pending_pkt + into;
+    }
+    sreq->dev.iov_offset = 0;
+    sreq->dev.iov_count = n - first;
+}
+
+/* The request at the head of vc's queue has written its iov: complete it or let ch3
+ * reload the iov. */
+static int request_written(MPIDI_VC_t * vc, MPIR_Request * sreq, int *complete)
+{
+    int (*reqFn) (MPIDI_VC_t *, MPIR_Request *, int *) = sreq->dev.OnDataAvail;
+
+    if (reqFn == NULL) {
+        MPIR_Assert(MPIDI_Request_get_type(sreq) != MPIDI_REQUEST_TYPE_GET_RESP);
+        *complete = TRUE;
+        return MPID_Request_complete(sreq);
+    }
+    return reqFn(vc, sreq, complete);
+}
+
+/* Start writing the queue's head, if the connection is up and not already writing. */
+static int post_head(MPIDI_VC_t * vc)
+{
+    MPIDI_CH3I_Connection_t *conn = vc->ch.conn;
+    MPIR_Request *sreq = vc->ch.sendq_head;
+
+    if (sreq == NULL || vc->ch.state != MPIDI_CH3I_VC_STATE_CONNECTED || conn->send_active)
+        return MPI_SUCCESS;
+    conn->send_active = sreq;
+    return MPIDI_CH3I_Sock_post_writev(conn->sock, sreq->dev.iov, sreq->dev.iov_count, NULL);
+}
+
+/* The connection broke while writing: the request fails, and so does the VC. */
+static int write_failed(MPIDI_VC_t * vc, MPIR_Request * sreq, int rc)
+{
+    vc->ch.state = MPIDI_CH3I_VC_STATE_FAILED;
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_failures, 1);
+    sreq->status.MPI_ERROR = MPIR_Err_create_code(rc, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                                  MPIX_ERR_PROC_FAILED, "**smheap_remote_lost",
+                                                  "**smheap_remote_lost %d", vc->pg_rank);
+    MPID_Request_complete(sreq);
+    return sreq->status.MPI_ERROR;
+}
+
+/* Send iov on vc's socket, or queue it behind what is there.  sreq may be NULL (a
+ * message without a request): one is made if anything must wait, and returned in
+ * *queued.  The header always travels at the fixed size of the largest packet. */
+static int send_or_queue(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, int n_iov,
+                         MPIR_Request ** queued)
+{
+    int mpi_errno = MPI_SUCCESS;
+    const void *header = iov[0].iov_base;
+    size_t written = 0, total = 0;
+    int first = 0, i, complete;
+
+    MPIR_Assert(n_iov <= MPL_IOV_LIMIT && iov[0].iov_len <= sizeof(MPIDI_CH3_Pkt_t));
+    iov[0].iov_len = sizeof(MPIDI_CH3_Pkt_t);
+    for (i = 0; i < n_iov; i++)
+        total += iov[i].iov_len;
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_msgs, 1);
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_bytes, total - sizeof(MPIDI_CH3_Pkt_t));
+    *queued = NULL;
+
+    if (vc->ch.state == MPIDI_CH3I_VC_STATE_FAILED) {
+        if (sreq == NULL) {
+            sreq = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
+            MPIR_ERR_CHKANDJUMP(sreq == NULL, mpi_errno, MPI_ERR_OTHER, "**nomemreq");
+            *queued = sreq;
+        }
+        MPIR_ERR_SET1(sreq->status.MPI_ERROR, MPIX_ERR_PROC_FAILED, "**smheap_remote_lost",
+                      "**smheap_remote_lost %d", vc->pg_rank);
+        if (*queued == NULL)
+            mpi_errno = MPID_Request_complete(sreq);
+        goto fn_exit;
+    }
+
+    if (vc->ch.state == MPIDI_CH3I_VC_STATE_CONNECTED && vc->ch.sendq_head == NULL) {
+        int rc = MPIDI_CH3I_Sock_writev(vc->ch.sock, iov, n_iov, &written);
+
+        if (rc != MPI_SUCCESS) {
+            if (sreq == NULL) {
+                sreq = MPIR_Request_create(MPIR_REQUEST_KIND__SEND);
+                MPIR_ERR_CHKANDJUMP(sreq == NULL, mpi_errno, MPI_ERR_OTHER, "**nomemreq");
+                MPIR_Object_set_ref(sreq, 2);
+                *queued = sreq;
+            }
+            mpi_errno = write_failed(vc, sreq, rc);
+            goto fn_exit;
+        }
+        first = skip_written(iov, n_iov, written);
+        if (first == n_iov) {   /* all of it went */
+            if (sreq == NULL)
+                goto fn_exit;
+            mpi_errno = request_written(vc, sreq, &complete);
+            MPIR_ERR_CHECK(mpi_errno);
+            if (complete)
+                goto fn_exit;
+            /* OnDataAvail loaded more of the message into the request's iov */
+            sendq_enqueue(vc, sreq);
+            mpi_errno = post_head(vc);
+            goto fn_exit;
+        }
+    }
+
+    if (sreq == NULL) {
+        sreq = MPIR_Request_create(MPIR_REQUEST_KIND__SEND);
+        MPIR_ERR_CHKANDJUMP(sreq == NULL, mpi_errno, MPI_ERR_OTHER, "**nomemreq");
+        MPIR_Object_set_ref(sreq, 2);   /* the caller's and the completion's */
+        sreq->dev.OnDataAvail = NULL;
+        *queued = sreq;
+    }
+    save_unwritten(sreq, iov, n_iov, first, header);
+    sendq_enqueue(vc, sreq);
+    if (vc->ch.state == MPIDI_CH3I_VC_STATE_UNCONNECTED) {
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_connects, 1);
+        mpi_errno = MPIDI_CH3I_VC_post_sockconnect(vc);
+    } else
+        mpi_errno = post_head(vc);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_CH3I_Sockpath_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov,
+                               int n_iov)
+{
+    MPIR_Request *queued;
+
+    return send_or_queue(vc, sreq, iov, n_iov, &queued);
+}
+
+int MPIDI_CH3I_Sockpath_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
+                                   MPIR_Request ** sreq_ptr)
+{
+    return send_or_queue(vc, NULL, iov, n_iov, sreq_ptr);
+}
+
+/* ch3 is done with a VC on another node (the close protocol is over). */
+int MPIDI_CH3I_Sockpath_terminate(MPIDI_VC_t * vc)
+{
+    MPIDI_CH3I_Connection_t *conn = vc->ch.conn;
+
+    if (conn == NULL || vc->ch.state != MPIDI_CH3I_VC_STATE_CONNECTED)
+        return MPIDI_CH3U_Handle_connection(vc, MPIDI_VC_EVENT_TERMINATED);
+    conn->state = CONN_STATE_CLOSING;
+    return MPIDI_CH3I_Sock_post_close(vc->ch.sock);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Socket events                                                                        */
+
+static int post_recv_pkt(MPIDI_CH3I_Connection_t * conn)
+{
+    return MPIDI_CH3I_Sock_post_read(conn->sock, &conn->pkt, sizeof(conn->pkt),
+                                     sizeof(conn->pkt), NULL);
+}
+
+/* Read what the socket holds of rreq's iov; complete the request (or let ch3 reload the
+ * iov) as it fills, and post a read for the rest. */
+static int read_more_data(MPIDI_CH3I_Connection_t * conn, MPIR_Request * rreq)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    for (;;) {
+        struct iovec *iov = rreq->dev.iov;
+        size_t nb;
+        int first, complete;
+
+        mpi_errno = MPIDI_CH3I_Sock_readv(conn->sock, iov, rreq->dev.iov_count, &nb);
+        MPIR_ERR_CHECK(mpi_errno);
+        first = skip_written(iov, rreq->dev.iov_count, nb);
+        if (first < rreq->dev.iov_count) {
+            conn->recv_active = rreq;
+            mpi_errno = MPIDI_CH3I_Sock_post_readv(conn->sock, iov + first,
+                                                   rreq->dev.iov_count - first, NULL);
+            goto fn_exit;
+        }
+        mpi_errno = request_written(conn->vc, rreq, &complete);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (complete) {
+            conn->recv_active = NULL;
+            mpi_errno = post_recv_pkt(conn);
+            goto fn_exit;
+        }
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* A packet header arrived on a connected socket. */
+static int handle_packet(MPIDI_CH3I_Connection_t * conn)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Request *rreq = NULL;
+    intptr_t buflen = 0;
+
+    MPIR_ERR_CHKANDJUMP1(conn->pkt.type < 0 || conn->pkt.type >= MPIDI_CH3_PKT_END_CH3,
+                         mpi_errno, MPI_ERR_INTERN, "**ch3|sock|badpacket",
+                         "**ch3|sock|badpacket %d", conn->pkt.type);
+    mpi_errno = MPIDI_CH3I_pkt_handlers[conn->pkt.type] (conn->vc, &conn->pkt, NULL, &buflen,
+                                                          &rreq);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (rreq != NULL)
+        mpi_errno = read_more_data(conn, rreq);
+    else if (conn->state != CONN_STATE_CLOSING)
+        mpi_errno = post_recv_pkt(conn);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* The data of the active receive has filled its iov. */
+static int handle_data(MPIDI_CH3I_Connection_t * conn)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Request *rreq = conn->recv_active;
+    int complete;
+
+    mpi_errno = request_written(conn->vc, rreq, &complete);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (complete) {
+        conn->recv_active = NULL;
+        mpi_errno = post_recv_pkt(conn);
+    } else
+        mpi_errno = read_more_data(conn, rreq);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* The peer's socket closed or failed.  Once the VC is in ch3's close protocol that is
+ * the peer finishing first (ch3 closes our end next); before, its process is gone. */
+static int connection_lost(MPIDI_CH3I_Connection_t * conn, int error)
+{
+    MPIDI_VC_t *vc = conn->vc;
+
+    if (vc == NULL || conn->state == CONN_STATE_CLOSING)
+        return MPIDI_CH3_Sockconn_handle_close_event(conn);
+    if (vc->state != MPIDI_VC_STATE_ACTIVE && vc->state != MPIDI_VC_STATE_INACTIVE)
+        return MPI_SUCCESS;
+    vc->ch.state = MPIDI_CH3I_VC_STATE_FAILED;
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_failures, 1);
+    return MPIR_Err_create_code(error, MPIR_ERR_FATAL, __func__, __LINE__,
+                                MPIX_ERR_PROC_FAILED, "**smheap_remote_lost",
+                                "**smheap_remote_lost %d", vc->pg_rank);
+}
+
+/* The socket finished the write we posted for the head of the queue. */
+static int handle_written(MPIDI_CH3I_Connection_t * conn)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_VC_t *vc = conn->vc;
+    MPIR_Request *sreq = conn->send_active;
+    int complete;
+
+    if (sreq == NULL)   /* a connection set-up packet */
+        return MPIDI_CH3_Sockconn_handle_connwrite(conn);
+    mpi_errno = request_written(vc, sreq, &complete);
+    MPIR_ERR_CHECK(mpi_errno);
+    conn->send_active = NULL;
+    if (complete)
+        sendq_dequeue(vc);
+    /* the next request, or the rest of this one that OnDataAvail loaded */
+    mpi_errno = post_head(vc);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* A byte on the wake socket: a local peer rang one of our doorbells.  Empty the socket
+ * (one poll is enough for any number of rings) and listen again. */
+static int handle_wakeup(void)
+{
+    char bytes[64];
+
+    while (recv(wake_fd, bytes, sizeof(bytes), MSG_DONTWAIT) > 0)
+        continue;
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_wakeups, 1);
+    return MPIDI_CH3I_Sock_post_read(wake_sock, &wake_byte, 1, 1, NULL);
+}
+
+static int handle_read(MPIDI_CH3I_Sock_event_t * event)
+{
+    MPIDI_CH3I_Connection_t *conn = event->user_ptr;
+
+    if (event->user_ptr == &wake_fd)
+        return handle_wakeup();
+    if (conn->state == CONN_STATE_DISCARD)      /* the loser of a head-to-head connect */
+        return MPIDI_CH3_Sockconn_handle_close_event(conn);
+    if (event->error != MPI_SUCCESS)
+        return connection_lost(conn, event->error);
+    if (conn->state == CONN_STATE_CONNECTED)
+        return conn->recv_active ? handle_data(conn) : handle_packet(conn);
+    if (conn->state == CONN_STATE_OPEN_LRECV_DATA)
+        return MPIDI_CH3_Sockconn_handle_connopen_event(conn);
+    return MPIDI_CH3_Sockconn_handle_conn_event(conn);
+}
+
+static int handle_event(MPIDI_CH3I_Sock_event_t * event)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    switch (event->op_type) {
+        case MPIDI_CH3I_SOCK_OP_READ:
+            mpi_errno = handle_read(event);
+            break;
+        case MPIDI_CH3I_SOCK_OP_WRITE:
+            if (event->error != MPI_SUCCESS)
+                mpi_errno = connection_lost(event->user_ptr, event->error);
+            else
+                mpi_errno = handle_written(event->user_ptr);
+            break;
+        case MPIDI_CH3I_SOCK_OP_ACCEPT:
+            mpi_errno = MPIDI_CH3_Sockconn_handle_accept_event();
+            break;
+        case MPIDI_CH3I_SOCK_OP_CONNECT:
+            mpi_errno = MPIDI_CH3_Sockconn_handle_connect_event(event->user_ptr, event->error);
+            break;
+        case MPIDI_CH3I_SOCK_OP_CLOSE:
+            mpi_errno = MPIDI_CH3_Sockconn_handle_close_event(event->user_ptr);
+            break;
+        case MPIDI_CH3I_SOCK_OP_WAKEUP:
+            MPIDI_CH3_Progress_signal_completion();
+            break;
+    }
+    return mpi_errno;
+}
+
+/* Handle the events the socket set has, waiting up to timeout_ms for the first. */
+static int handle_events(int timeout_ms, int *made_progress)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_CH3I_Sock_event_t event;
+
+    if (handling)
+        return MPI_SUCCESS;
+    handling = 1;
+    for (;;) {
+        mpi_errno = MPIDI_CH3I_Sock_wait(MPIDI_CH3I_sock_set, timeout_ms, &event);
+        if (mpi_errno != MPI_SUCCESS) {
+            if (MPIR_ERR_GET_CLASS(mpi_errno) == MPIDI_CH3I_SOCK_ERR_TIMEOUT)
+                mpi_errno = MPI_SUCCESS;
+            else
+                MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**progress_sock_wait");
+            break;
+        }
+        mpi_errno = handle_event(&event);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (event.user_ptr != &wake_fd)
+            *made_progress = TRUE;
+        timeout_ms = 0;
+    }
+
+  fn_exit:
+    handling = 0;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_CH3I_Sockpath_poll(int *made_progress)
+{
+    return handle_events(0, made_progress);
+}
+
+/* Sleep until a socket has something or a doorbell of ours is rung (at most timeout_ms).
+ * The socket layer releases MPICH's global lock while it waits. */
+int MPIDI_CH3I_Sockpath_sleep(int timeout_ms, int *made_progress)
+{
+    return handle_events(timeout_ms, made_progress);
+}
