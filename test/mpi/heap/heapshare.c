@@ -1,5 +1,6 @@
-/* A buffer malloc'd in one rank is read, by raw pointer, in every other rank: each rank
- * fills a block and publishes its address; every rank checks every other rank's block.
+/* A buffer malloc'd in one rank is read, by raw pointer, in every other rank of its node:
+ * each rank fills a block and publishes its address; every rank checks every other block
+ * of its node (a job may span nodes: one heap per node).
  * With MPIR_CVAR_CH3_SMHEAP_ENABLE=0 there is no shared heap, and the test checks that the
  * channel says so instead. */
 #include <stdint.h>
@@ -17,8 +18,9 @@ int main(int argc, char **argv)
 
     MPI_T_init_thread(MPI_THREAD_SINGLE, &prov);
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm node = comm_of_my_host(MPI_COMM_WORLD);
+    MPI_Comm_rank(node, &rank);
+    MPI_Comm_size(node, &size);
     enabled = heap_enabled();
     shared = pvar_value("smheap_heap_shared");
 
@@ -36,7 +38,7 @@ int main(int argc, char **argv)
         addrs = malloc(size * sizeof(*addrs));
         addrs[rank] = (uintptr_t) mine;
         MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, addrs, sizeof(*addrs), MPI_BYTE,
-                      MPI_COMM_WORLD);
+                      node);
         for (int r = 0; r < size; r++) {
             const unsigned char *theirs = (const unsigned char *) addrs[r];
 
@@ -47,11 +49,12 @@ int main(int argc, char **argv)
                     break;
                 }
         }
-        MPI_Barrier(MPI_COMM_WORLD);    /* nobody frees a block still being read */
+        MPI_Barrier(node);      /* nobody frees a block still being read */
         free(mine);
         free(addrs);
     }
 
+    MPI_Comm_free(&node);
     smheap_test_report(errs);
     MPI_Finalize();
     MPI_T_finalize();

@@ -2,6 +2,7 @@
  * usual MPICH test ending (sum the errors, rank 0 prints " No Errors"). */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static inline int pvar_index(const char *want)
@@ -39,6 +40,42 @@ static inline unsigned long long pvar_value(const char *name)
     MPI_T_pvar_handle_free(s, &h);
     MPI_T_pvar_session_free(&s);
     return v;
+}
+
+/* The ranks of comm that run on this rank's node as the launcher placed them: those with
+ * this rank's processor (host) name (each simulated node of maint/nodes has its own), in
+ * a new communicator.  The shared heap, rings and shared-heap collectives are per node. */
+static inline MPI_Comm comm_of_my_host(MPI_Comm comm)
+{
+    char name[MPI_MAX_PROCESSOR_NAME] = "";
+    int len, rank, size, color = 0;
+    MPI_Comm host;
+
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Get_processor_name(name, &len);
+    char (*all)[MPI_MAX_PROCESSOR_NAME] = calloc(size, sizeof(*all));
+    MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME,
+                  MPI_CHAR, comm);
+    while (strcmp(all[color], name) != 0)
+        color++;        /* the first rank with this name */
+    free(all);
+    MPI_Comm_split(comm, color, rank, &host);
+    return host;
+}
+
+/* Does comm span more than one node? */
+static inline int spans_nodes(MPI_Comm comm)
+{
+    MPI_Comm host = comm_of_my_host(comm);
+    int size, host_size, local_all, all;
+
+    MPI_Comm_size(comm, &size);
+    MPI_Comm_size(host, &host_size);
+    local_all = host_size == size;
+    MPI_Allreduce(&local_all, &all, 1, MPI_INT, MPI_LAND, comm);
+    MPI_Comm_free(&host);
+    return !all;
 }
 
 /* MPIR_CVAR_CH3_SMHEAP_ENABLE as MPICH read it. */

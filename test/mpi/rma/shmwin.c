@@ -1,8 +1,7 @@
 /* MPI_Win_allocate_shared on the node communicator: every rank writes its segment, then
  * reads its neighbours' segments by plain loads through MPI_Win_shared_query, and all
  * ranks MPI_Accumulate into rank 0's counter. */
-#include <mpi.h>
-#include <stdio.h>
+#include "../include/smheap_test.h"
 
 #define N 1024
 
@@ -17,12 +16,15 @@ int main(int argc, char **argv)
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &rank);
     MPI_Comm_size(node, &size);
-    int wsize;
-    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    if (size != wsize) {
-        printf("shared communicator has %d of %d ranks\n", size, wsize);
+    MPI_Comm host = comm_of_my_host(MPI_COMM_WORLD);
+    int host_size, result;
+    MPI_Comm_size(host, &host_size);
+    MPI_Comm_compare(node, host, &result);
+    if (result != MPI_CONGRUENT) {
+        printf("shared communicator has %d ranks, not the %d of this node\n", size, host_size);
         errs++;
     }
+    MPI_Comm_free(&host);
 
     MPI_Win_allocate_shared((N + 1) * sizeof(long), sizeof(long), MPI_INFO_NULL, node,
                             &mine, &win);
@@ -61,11 +63,8 @@ int main(int argc, char **argv)
     MPI_Win_unlock_all(win);
     MPI_Win_free(&win);
 
-    int tot;
-    MPI_Reduce(&errs, &tot, 1, MPI_INT, MPI_SUM, 0, node);
-    if (rank == 0)
-        printf(tot ? "Found %d errors\n" : " No Errors\n", tot);
     MPI_Comm_free(&node);
+    smheap_test_report(errs);
     MPI_Finalize();
     return 0;
 }
