@@ -360,6 +360,7 @@ int main(int argc, char **argv)
     MPI_Datatype mat4, strided;
     MPI_Op usum, mmul;
     unsigned long long shared0, fallback0, shared1, fallback1, min_shared = 500;
+    int host_size;
 
     MPI_T_init_thread(MPI_THREAD_SINGLE, &prov);
     MPI_Init(&argc, &argv);
@@ -394,7 +395,8 @@ int main(int argc, char **argv)
         shared0 = pvar_value("smheap_coll_shared");
         fallback0 = pvar_value("smheap_coll_fallback");
         test_comm(host, mat4, strided, usum, mmul);
-        min_shared = 100;
+        MPI_Comm_size(host, &host_size);
+        min_shared = host_size > 1 ? 50 : 0;    /* MPICH answers calls on one rank */
         MPI_Comm_free(&host);
     }
     shared1 = pvar_value("smheap_coll_shared");

@@ -448,7 +448,7 @@ static int connection_lost(MPIDI_CH3I_Connection_t * conn, int error)
         return MPI_SUCCESS;
     vc->ch.state = MPIDI_CH3I_VC_STATE_FAILED;
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_failures, 1);
-    return MPIR_Err_create_code(error, MPIR_ERR_FATAL, __func__, __LINE__,
+    return MPIR_Err_create_code(error, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                 MPIX_ERR_PROC_FAILED, "**smheap_remote_lost",
                                 "**smheap_remote_lost %d", vc->pg_rank);
 }
