@@ -73,7 +73,7 @@ int MPIDI_CH3I_Smheap_eager_max_msg_sz(void);
 
 #define MPIDI_CH3I_Sendq_empty(vc) ((vc)->ch.sendq_head == NULL)
 
-static inline void MPIDI_CH3I_Sendq_enqueue(MPIDI_VC_t * vc, MPIR_Request * sreq)
+static inline void MPIDI_CH3I_Sendq_append(MPIDI_VC_t * vc, MPIR_Request * sreq)
 {
     sreq->next = NULL;
     if (vc->ch.sendq_tail)
@@ -81,6 +81,12 @@ static inline void MPIDI_CH3I_Sendq_enqueue(MPIDI_VC_t * vc, MPIR_Request * sreq
     else
         vc->ch.sendq_head = sreq;
     vc->ch.sendq_tail = sreq;
+}
+
+/* A ring VC's queue: the progress engine pushes what is on it. */
+static inline void MPIDI_CH3I_Sendq_enqueue(MPIDI_VC_t * vc, MPIR_Request * sreq)
+{
+    MPIDI_CH3I_Sendq_append(vc, sreq);
     MPIDI_CH3I_Sendq_mark_pending(vc);
 }
 

@@ -147,22 +147,12 @@ int MPIDI_CH3I_Sockpath_finalize(void)
 static void sendq_enqueue(MPIDI_VC_t * vc, MPIR_Request * sreq)
 {
     MPIR_Request_add_ref(sreq);
-    sreq->next = NULL;
-    if (vc->ch.sendq_tail)
-        vc->ch.sendq_tail->next = sreq;
-    else
-        vc->ch.sendq_head = sreq;
-    vc->ch.sendq_tail = sreq;
+    MPIDI_CH3I_Sendq_append(vc, sreq);
 }
 
 static void sendq_dequeue(MPIDI_VC_t * vc)
 {
-    MPIR_Request *sreq = vc->ch.sendq_head;
-
-    vc->ch.sendq_head = sreq->next;
-    if (vc->ch.sendq_head == NULL)
-        vc->ch.sendq_tail = NULL;
-    MPIR_Request_free(sreq);
+    MPIR_Request_free(MPIDI_CH3I_Sendq_dequeue(vc));
 }
 
 /* Skip the first nb bytes of iov[0..*n): returns the index of the first entry not
