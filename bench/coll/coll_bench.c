@@ -35,11 +35,13 @@
  *
  * Output, rank 0, one line per size:  coll=bcast ranks=4 size=65536 value=12.345
  * (comment lines starting with '#': the library, the iterations per size).  At the end, if
- * the MPI has the MPI_T pvars smheap_coll_shared and smheap_coll_fallback (ch3:smheap: how
- * many collective calls took its shared-heap algorithms and how many it handed to MPICH's),
- * their increase over the timed loops and verification calls only (not the warm-up, the probe
- * or the program's own reductions of the results), summed over the ranks:
- *     pvar smheap_coll_shared=N smheap_coll_fallback=N
+ * the MPI has the MPI_T pvars smheap_coll_shared, smheap_coll_node_aware and
+ * smheap_coll_fallback (ch3:smheap: how many collective calls took its shared-heap
+ * algorithms, its two-level ones on a communicator that spans nodes -- whose steps within a
+ * node count as shared-heap calls of the node's communicator --, and how many it handed to
+ * MPICH's), their increase over the timed loops and verification calls only (not the warm-up,
+ * the probe or the program's own reductions of the results), summed over the ranks:
+ *     pvar smheap_coll_shared=N smheap_coll_node_aware=N smheap_coll_fallback=N
  * preceded by a comment with the number of such calls; nothing with an MPI that has no such
  * pvars.
  *
@@ -279,14 +281,17 @@ static long iterations(long size)
     return budget / per_call >= MAX_ITERS ? MAX_ITERS : (long) (budget / per_call);
 }
 
-/* ch3:smheap's collective counters, through MPI_T; pv_n is 2 if both exist (on every rank),
- * else 0. */
-static const char *const pv_names[2] = { "smheap_coll_shared", "smheap_coll_fallback" };
+/* ch3:smheap's collective counters, through MPI_T; pv_n is PV_N if all exist (on every
+ * rank), else 0. */
+#define PV_N 3
+static const char *const pv_names[PV_N] = {
+    "smheap_coll_shared", "smheap_coll_node_aware", "smheap_coll_fallback"
+};
 
 static int pv_n;
 static MPI_T_pvar_session pv_session;
-static MPI_T_pvar_handle pv_handle[2];
-static unsigned long long pv_count[2], pv_calls;
+static MPI_T_pvar_handle pv_handle[PV_N];
+static unsigned long long pv_count[PV_N], pv_calls;
 
 static int pvar_index(const char *want, int *continuous)
 {
@@ -309,15 +314,15 @@ static int pvar_index(const char *want, int *continuous)
 
 static void pv_open(void)
 {
-    int prov, idx[2], cont[2], count, found = 0, all;
+    int prov, idx[PV_N], cont[PV_N], count, found = 0, all, missing = 0;
 
     if (MPI_T_init_thread(MPI_THREAD_SINGLE, &prov) == MPI_SUCCESS) {
-        idx[0] = pvar_index(pv_names[0], &cont[0]);
-        idx[1] = pvar_index(pv_names[1], &cont[1]);
-        if (idx[0] >= 0 && idx[1] >= 0 &&
-            MPI_T_pvar_session_create(&pv_session) == MPI_SUCCESS) {
-            found = 2;
-            for (int k = 0; k < 2; k++)
+        for (int k = 0; k < PV_N; k++)
+            if ((idx[k] = pvar_index(pv_names[k], &cont[k])) < 0)
+                missing = 1;
+        if (!missing && MPI_T_pvar_session_create(&pv_session) == MPI_SUCCESS) {
+            found = PV_N;
+            for (int k = 0; k < PV_N; k++)
                 if (MPI_T_pvar_handle_alloc(pv_session, idx[k], NULL, &pv_handle[k], &count)
                     != MPI_SUCCESS || (!cont[k] && MPI_T_pvar_start(pv_session, pv_handle[k])
                                        != MPI_SUCCESS))
@@ -406,17 +411,21 @@ static int verified(long size)
 /* Rank 0 prints the counts over all ranks; then MPI_T is closed. */
 static void pv_print(void)
 {
-    unsigned long long sum[3], mine[3] = { pv_count[0], pv_count[1], pv_calls };
+    unsigned long long sum[PV_N + 1], mine[PV_N + 1];
 
     if (pv_n) {
-        MPI_Reduce(mine, sum, 3, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+        memcpy(mine, pv_count, sizeof(pv_count));
+        mine[PV_N] = pv_calls;
+        MPI_Reduce(mine, sum, PV_N + 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
         if (rank == 0) {
             printf("# pvar: counted over %llu calls of %s (timed and verification, all %d "
-                   "ranks)\n", sum[2], names[coll], nranks);
-            printf("pvar %s=%llu %s=%llu\n", pv_names[0], sum[0], pv_names[1], sum[1]);
+                   "ranks)\npvar", sum[PV_N], names[coll], nranks);
+            for (int k = 0; k < PV_N; k++)
+                printf(" %s=%llu", pv_names[k], sum[k]);
+            printf("\n");
         }
-        MPI_T_pvar_handle_free(pv_session, &pv_handle[0]);
-        MPI_T_pvar_handle_free(pv_session, &pv_handle[1]);
+        for (int k = 0; k < PV_N; k++)
+            MPI_T_pvar_handle_free(pv_session, &pv_handle[k]);
         MPI_T_pvar_session_free(&pv_session);
     }
     MPI_T_finalize();
@@ -427,7 +436,7 @@ static int run(void)
 {
     for (int k = 0; k < nsizes; k++) {
         long size = sizes[k], iters;
-        unsigned long long before[2] = { 0, 0 }, after[2] = { 0, 0 };
+        unsigned long long before[PV_N] = { 0 }, after[PV_N] = { 0 };
         double us, max_us;
         int ok, all_ok;
 

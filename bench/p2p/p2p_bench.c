@@ -17,6 +17,10 @@
  * windows), so that one size takes well under a second.  Warm-up rounds come first and a
  * barrier starts every size.  Rank 0 times and prints.
  *
+ * With more than 2 ranks (a job across nodes, say), ranks 0 and 1 measure and the others
+ * stand by: they test for rank 0's "done" once a millisecond and sleep between tests, so
+ * they neither compete for the CPUs nor spin in MPI while the pair is timed.
+ *
  * Buffers (one to send from, one to receive into, each of the largest size, touched before
  * timing): -b heap takes them from malloc (posix_memalign; under ch3:smheap that is the
  * shared heap, so large messages take the single copy); -b stack puts them on main's stack
@@ -31,7 +35,7 @@
  * wrong).  Output, one line per size:  test=bw buf=heap size=65536 value=1234.5
  * and, at the end, ch3:smheap's MPI_T path counters (every continuous pvar named
  * smheap_..._msgs: smheap_single_copy_msgs, smheap_staged_msgs, ..., which tell the path
- * the messages took, and smheap_copy_detours), summed over both ranks:
+ * the messages took, and smheap_copy_detours), summed over the pair:
  *   pvar smheap_single_copy_msgs=123
  * (nothing with an MPI that has no such counters).
  *
@@ -44,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PAGE 4096
@@ -54,9 +59,11 @@
 #define LAT_FULL 8192
 #define STACK_SPARE (8L << 20)  /* stack left for MPI itself below the buffers */
 #define MAX_COUNTERS 16
+#define DONE_TAG 999          /* rank 0 to the ranks beyond the pair */
 #define RECV_SHIFT 8            /* -b heap+8: the receive buffer's offset into its page */
 
 static int rank, quick, iters_opt;
+static MPI_Comm pair;           /* ranks 0 and 1 */
 static const char *test = "lat", *buf = "heap";
 static long min_size = -1, max_size = -1;
 
@@ -168,16 +175,16 @@ static double lat(char *s, char *r, long size)
     int iters = lat_iters(size), warm = iters / 10 + 10, peer = 1 - rank;
     double t0 = 0;
 
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(pair);
     for (int i = 0; i < warm + iters; i++) {
         if (i == warm)
             t0 = MPI_Wtime();
         if (rank == 0) {
-            MPI_Send(s, (int) size, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
-            MPI_Recv(r, (int) size, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(s, (int) size, MPI_CHAR, peer, 1, pair);
+            MPI_Recv(r, (int) size, MPI_CHAR, peer, 1, pair, MPI_STATUS_IGNORE);
         } else {
-            MPI_Recv(r, (int) size, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Send(s, (int) size, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+            MPI_Recv(r, (int) size, MPI_CHAR, peer, 1, pair, MPI_STATUS_IGNORE);
+            MPI_Send(s, (int) size, MPI_CHAR, peer, 1, pair);
         }
     }
     return (MPI_Wtime() - t0) * 1e6 / (2.0 * iters);
@@ -192,15 +199,15 @@ static void bw_window_once(char *s, char *r, long size, int window)
 
     for (int w = 0; w < window; w++) {
         if (rank == 0)
-            MPI_Isend(s, (int) size, MPI_CHAR, 1, 100, MPI_COMM_WORLD, &req[w]);
+            MPI_Isend(s, (int) size, MPI_CHAR, 1, 100, pair, &req[w]);
         else
-            MPI_Irecv(r, (int) size, MPI_CHAR, 0, 100, MPI_COMM_WORLD, &req[w]);
+            MPI_Irecv(r, (int) size, MPI_CHAR, 0, 100, pair, &req[w]);
     }
     MPI_Waitall(window, req, st);
     if (rank == 0)
-        MPI_Recv(ack, 4, MPI_CHAR, 1, 101, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(ack, 4, MPI_CHAR, 1, 101, pair, MPI_STATUS_IGNORE);
     else
-        MPI_Send(ack, 4, MPI_CHAR, 0, 101, MPI_COMM_WORLD);
+        MPI_Send(ack, 4, MPI_CHAR, 0, 101, pair);
 }
 
 /* One window each way at once. */
@@ -211,9 +218,9 @@ static void bibw_window_once(char *s, char *r, long size, int window)
     int peer = 1 - rank;
 
     for (int w = 0; w < window; w++)
-        MPI_Irecv(r, (int) size, MPI_CHAR, peer, 100, MPI_COMM_WORLD, &req[w]);
+        MPI_Irecv(r, (int) size, MPI_CHAR, peer, 100, pair, &req[w]);
     for (int w = 0; w < window; w++)
-        MPI_Isend(s, (int) size, MPI_CHAR, peer, 100, MPI_COMM_WORLD, &req[window + w]);
+        MPI_Isend(s, (int) size, MPI_CHAR, peer, 100, pair, &req[window + w]);
     MPI_Waitall(2 * window, req, st);
 }
 
@@ -223,7 +230,7 @@ static double bw(char *s, char *r, long size, int bidir)
     int window = bw_window(size), iters = bw_iters(size, window), warm = iters / 10 + 1;
     double t0 = 0, bytes = (double) size * window * iters * (bidir ? 2 : 1);
 
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(pair);
     for (int i = 0; i < warm + iters; i++) {
         if (i == warm)
             t0 = MPI_Wtime();
@@ -260,7 +267,7 @@ static void run(char *s, char *r)
             lat(s, r, 0);
             if (rank == 0)
                 elapsed = MPI_Wtime() - t0;
-            MPI_Bcast(&elapsed, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+            MPI_Bcast(&elapsed, 1, MPI_DOUBLE, 0, pair);
         }
     }
     for (long size = min_size; size <= max_size; size = next_size(size)) {
@@ -324,10 +331,10 @@ static void print_pvars(void)
 
     if (MPI_T_init_thread(MPI_THREAD_SINGLE, &prov) == MPI_SUCCESS)
         n = smheap_counters(names, v);
-    MPI_Allreduce(&n, &nmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&n, &nmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&n, &nmin, 1, MPI_INT, MPI_MIN, pair);
+    MPI_Allreduce(&n, &nmax, 1, MPI_INT, MPI_MAX, pair);
     if (nmin == nmax && n > 0) {
-        MPI_Reduce(v, sum, n, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Reduce(v, sum, n, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, pair);
         for (int k = 0; k < n && rank == 0; k++)
             printf("pvar %s=%llu\n", names[k], sum[k]);
     }
@@ -344,6 +351,19 @@ static void print_library(void)
     printf("# test=%s buf=%s library=%s\n", test, buf, lib);
 }
 
+/* A rank beyond the pair: wait for rank 0's word that the pair is done, without spinning. */
+static void stand_by(void)
+{
+    MPI_Request req;
+    int done = 0;
+    struct timespec ms = { 0, 1000000 };
+
+    MPI_Irecv(NULL, 0, MPI_CHAR, 0, DONE_TAG, MPI_COMM_WORLD, &req);
+    for (MPI_Test(&req, &done, MPI_STATUS_IGNORE); !done;
+         MPI_Test(&req, &done, MPI_STATUS_IGNORE))
+        nanosleep(&ms, NULL);
+}
+
 int main(int argc, char **argv)
 {
     int nranks, ok, all_ok;
@@ -357,17 +377,25 @@ int main(int argc, char **argv)
     ok = parse(argc, argv);
     if (!ok)
         usage();
-    else if (nranks != 2 && rank == 0)
-        fprintf(stderr, "p2p_bench: needs exactly 2 ranks, has %d\n", nranks);
+    else if (nranks < 2 && rank == 0)
+        fprintf(stderr, "p2p_bench: needs at least 2 ranks, has %d\n", nranks);
     shift = strcmp(buf, "heap+8") ? 0 : RECV_SHIFT;
     bufsz = (max_size + PAGE - 1) / PAGE * PAGE;
     if (bufsz == 0)
         bufsz = PAGE;
-    ok = ok && nranks == 2 && (strcmp(buf, "stack") || stack_fits(2 * bufsz + PAGE));
+    ok = ok && nranks >= 2 && (rank >= 2 || strcmp(buf, "stack") ||
+                               stack_fits(2 * bufsz + PAGE));
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_ok) {
         MPI_Finalize();
         return 1;
+    }
+    MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : 1, rank, &pair);
+    if (rank >= 2) {
+        stand_by();
+        MPI_Comm_free(&pair);
+        MPI_Finalize();
+        return 0;
     }
 
     /* The stack buffers live in main's frame for the whole run. */
@@ -391,12 +419,16 @@ int main(int argc, char **argv)
         print_library();
     run(s, r);
     ok = delivered(r);
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, pair);
     print_pvars();
+    if (rank == 0)
+        for (int i = 2; i < nranks; i++)
+            MPI_Send(NULL, 0, MPI_CHAR, i, DONE_TAG, MPI_COMM_WORLD);
     if (strcmp(buf, "stack")) {
         free(s);
         free(r - shift);
     }
+    MPI_Comm_free(&pair);
     MPI_Finalize();
     return all_ok ? 0 : 1;
 }

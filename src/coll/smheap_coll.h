@@ -35,6 +35,7 @@ typedef struct smheap_coll_ctrl {
 /* The channel's part of a communicator (mpidi_ch3_pre.h) holds a pointer to this. */
 typedef struct smheap_coll_comm {
     MPIDI_Coll_fns *prev;       /* the table ours replaced: for what we do not handle */
+    struct smheap_coll_tables *tables;  /* the list ours came from */
     smheap_coll_ctrl_t *ctrl;   /* NULL until the first collective */
     int unusable;               /* the control block could not be placed in the heap */
     uint64_t step;              /* this rank's next synchronization point */
@@ -46,6 +47,13 @@ typedef struct smheap_coll_comm {
     int node_rank[];            /* whose doorbell to ring for each rank */
 } smheap_coll_comm_t;
 
+/* Which algorithms a call of a smheap table took (MPI_T counters). */
+typedef enum {
+    SMHEAP_COLL_FALLBACK,       /* MPICH's, for what the table leaves to them */
+    SMHEAP_COLL_SHARED,         /* the shared-heap ones, all ranks on this node */
+    SMHEAP_COLL_NODE_AWARE      /* two levels, on a communicator that spans nodes */
+} smheap_coll_path_t;
+
 /* smheap_coll_comm.c */
 int MPIDI_CH3I_Smheap_coll_init(void);
 int MPIDI_CH3I_Smheap_coll_finalize(void);
@@ -53,9 +61,12 @@ int MPIDI_CH3I_Smheap_coll_ready(MPIR_Comm * comm, smheap_coll_comm_t ** cc);
 void *MPIDI_CH3I_Smheap_coll_scratch(smheap_coll_comm_t * cc, size_t len);
 int MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step);
 void MPIDI_CH3I_Smheap_coll_reach(smheap_coll_comm_t * cc, int me, uint64_t step);
-void MPIDI_CH3I_Smheap_coll_count(int shared);
+void MPIDI_CH3I_Smheap_coll_count(smheap_coll_path_t path);
 
-/* smheap_coll_algos.c: the table entries */
+/* smheap_coll_algos.c: the table entries for communicators within one node */
 void MPIDI_CH3I_Smheap_coll_override(MPIDI_Coll_fns * table);
+
+/* smheap_coll_nodes.c: and for communicators that span nodes */
+void MPIDI_CH3I_Smheap_coll_override_nodes(MPIDI_Coll_fns * table);
 
 #endif /* SMHEAP_COLL_H_INCLUDED */

@@ -182,7 +182,7 @@ static int unpack_into(view_t v, const void *src, MPI_Aint bytes, MPI_Aint offse
         if (err_ != MPI_SUCCESS)                                                \
             return err_;                                                        \
         if (cc_->unusable) {                                                    \
-            MPIDI_CH3I_Smheap_coll_count(0);                                    \
+            MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_FALLBACK);                                    \
             return cc_->prev->call_;                                            \
         }                                                                       \
         begin_call(cc_);                                                        \
@@ -203,7 +203,7 @@ static int barrier(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
     uint64_t step;
 
     READY_OR_FALL_BACK(comm, cc, Barrier(comm, errflag));
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     step = next_step(cc);
     reach(cc, comm->rank, step);
     WAIT_ALL(cc, comm->local_size, step);
@@ -225,7 +225,7 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
     const void *src;
 
     READY_OR_FALL_BACK(comm, cc, Bcast(buf, count, dt, root, comm, errflag));
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     /* no shortcut for zero bytes: the root's count may differ (an error we must report) */
     offered = next_step(cc);
     copied = next_step(cc);
@@ -313,10 +313,10 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
 
     READY_OR_FALL_BACK(comm, cc, Allreduce(sendbuf, recvbuf, count, dt, op, comm, errflag));
     if (!reduction_handled(dt, count)) {
-        MPIDI_CH3I_Smheap_coll_count(0);
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_FALLBACK);
         return cc->prev->Allreduce(sendbuf, recvbuf, count, dt, op, comm, errflag);
     }
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     if (count == 0)
         return MPI_SUCCESS;
     MPIR_Datatype_get_extent_macro(dt, extent);
@@ -381,10 +381,10 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
 
     READY_OR_FALL_BACK(comm, cc, Reduce(sendbuf, recvbuf, count, dt, op, root, comm, errflag));
     if (!reduction_handled(dt, count)) {
-        MPIDI_CH3I_Smheap_coll_count(0);
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_FALLBACK);
         return cc->prev->Reduce(sendbuf, recvbuf, count, dt, op, root, comm, errflag);
     }
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     if (count == 0)
         return MPI_SUCCESS;
     MPIR_Datatype_get_extent_macro(dt, extent);
@@ -453,7 +453,7 @@ static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendt
 
     READY_OR_FALL_BACK(comm, cc, Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                            recvtype, comm, errflag));
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     if (block == 0)
         return MPI_SUCCESS;
     if (sendbuf == MPI_IN_PLACE) {
@@ -502,7 +502,7 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
         in = view_of(sendbuf, sendcount, sendtype);
     READY_OR_FALL_BACK(comm, cc, Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                         recvtype, root, comm, errflag));
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     offered = next_step(cc);
     copied = next_step(cc);
 
@@ -556,7 +556,7 @@ static int scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
 
     READY_OR_FALL_BACK(comm, cc, Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                          recvtype, root, comm, errflag));
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     offered = next_step(cc);
     copied = next_step(cc);
 
@@ -606,7 +606,7 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
 
     READY_OR_FALL_BACK(comm, cc, Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                           recvtype, comm, errflag));
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     if (block == 0)
         return MPI_SUCCESS;
     NEED_SCRATCH(cc, sv.bytes);
@@ -664,7 +664,7 @@ static int allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
 
     READY_OR_FALL_BACK(comm, cc, Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
                                             displs, recvtype, comm, errflag));
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     in = in_place ? view_of((char *) recvbuf + displs[me] * rext, recvcounts[me], recvtype) :
         view_of(sendbuf, sendcount, sendtype);
     NEED_SCRATCH(cc, in.bytes);
@@ -707,7 +707,7 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
         in = view_of(sendbuf, sendcount, sendtype);
     READY_OR_FALL_BACK(comm, cc, Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
                                          displs, recvtype, root, comm, errflag));
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     offered = next_step(cc);
     copied = next_step(cc);
     if (sendbuf != MPI_IN_PLACE) {
@@ -793,7 +793,7 @@ static int scatterv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_
 
     READY_OR_FALL_BACK(comm, cc, Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
                                           recvcount, recvtype, root, comm, errflag));
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     offered = next_step(cc);
     copied = next_step(cc);
     if (me == root) {
@@ -836,7 +836,7 @@ static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI
 
     READY_OR_FALL_BACK(comm, cc, Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                            recvcounts, rdispls, recvtype, comm, errflag));
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     /* in place, the blocks are recvbuf's, laid out by the receive arguments; packing them
      * first leaves recvbuf free to be overwritten */
     mpi_errno = in_place ? offer_blocks(cc, recvbuf, recvcounts, rdispls, recvtype, n, &src) :
@@ -880,11 +880,11 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint rec
     READY_OR_FALL_BACK(comm, cc, Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op,
                                                       comm, errflag));
     if (!reduction_handled(dt, count)) {
-        MPIDI_CH3I_Smheap_coll_count(0);
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_FALLBACK);
         return cc->prev->Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm,
                                               errflag);
     }
-    MPIDI_CH3I_Smheap_coll_count(1);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     if (recvcount == 0)
         return MPI_SUCCESS;
     NEED_SCRATCH(cc, count * extent);

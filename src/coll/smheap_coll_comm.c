@@ -1,6 +1,7 @@
 /*
  * ch3:smheap collectives -- communicators: the create and destroy hooks that install and
- * remove the smheap table (smheap_coll_tables.h), each communicator's control block and
+ * remove the smheap tables (smheap_coll_tables.h: one list for communicators within this
+ * node, one for communicators that span nodes), each communicator's control block and
  * staging buffer in the shared heap, the wait for a peer, and the MPI_T variables.
  */
 
@@ -17,8 +18,10 @@ cvars:
       scope       : MPI_T_SCOPE_ALL_EQ
       description : >-
         ch3:smheap: run collectives on communicators whose ranks share the heap with the
-        channel's single-copy algorithms (src/coll).  0 keeps MPICH's own algorithms
-        everywhere, as MPIR_CVAR_DEVICE_COLLECTIVES=none also does.
+        channel's single-copy algorithms (src/coll), and those of communicators that span
+        nodes in two levels (within each node over the heap, between nodes among one
+        leader per node).  0 keeps MPICH's own algorithms everywhere, as
+        MPIR_CVAR_DEVICE_COLLECTIVES=none also does.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -28,7 +31,8 @@ cvars:
 #include "smheap_coll.h"
 #include "smheap_coll_tables.h"
 
-static smheap_coll_tables_t tables;
+static smheap_coll_tables_t node_tables;       /* communicators within this node */
+static smheap_coll_tables_t spanning_tables;   /* communicators that span nodes */
 
 /* Control blocks whose communicator this rank (their owner, rank 0) has freed while a peer
  * still held it; freed once the last peer lets go. */
@@ -39,20 +43,28 @@ typedef struct zombie {
 static zombie_t *zombies;
 
 static unsigned long long PVAR_COUNTER_smheap_coll_shared;
+static unsigned long long PVAR_COUNTER_smheap_coll_node_aware;
 static unsigned long long PVAR_COUNTER_smheap_coll_fallback;
 
 static void get_tables_live(void *addr, void *obj_handle, int count, void *buf)
 {
     (void) addr, (void) obj_handle, (void) count;
-    *(unsigned long long *) buf = (unsigned long long) tables.live;
+    *(unsigned long long *) buf = (unsigned long long) (node_tables.live + spanning_tables.live);
 }
 
-void MPIDI_CH3I_Smheap_coll_count(int shared)
+void MPIDI_CH3I_Smheap_coll_count(smheap_coll_path_t path)
 {
-    if (shared)
-        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_shared, 1);
-    else
-        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_fallback, 1);
+    switch (path) {
+        case SMHEAP_COLL_SHARED:
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_shared, 1);
+            break;
+        case SMHEAP_COLL_NODE_AWARE:
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_node_aware, 1);
+            break;
+        case SMHEAP_COLL_FALLBACK:
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_fallback, 1);
+            break;
+    }
 }
 
 static void free_released_zombies(void)
@@ -88,8 +100,8 @@ static void release_ctrl(smheap_coll_ctrl_t * ctrl, int owner)
 }
 
 /* Are all of the communicator's processes ranks of our job on this node (and so share
- * our heap)?  Not in a job that spans nodes (MPICH's node communicators get the table
- * there), nor after MPI_Intercomm_merge with spawned or connected processes. */
+ * our heap)?  Not on a communicator that spans nodes, nor after MPI_Intercomm_merge with
+ * spawned or connected processes. */
 static int all_on_my_node(MPIR_Comm * comm)
 {
     for (int r = 0; r < comm->local_size; r++)
@@ -98,25 +110,47 @@ static int all_on_my_node(MPIR_Comm * comm)
     return TRUE;
 }
 
+/* Which list's table a new communicator gets: the shared-heap algorithms if its ranks all
+ * share our heap; else the two-level ones, unless it is one of MPICH's node communicators
+ * (their algorithms run over those, and a node communicator whose ranks do not share our
+ * heap holds processes of another job); else none. */
+static smheap_coll_tables_t *tables_for(MPIR_Comm * comm, void (**override) (MPIDI_Coll_fns *))
+{
+    if (all_on_my_node(comm)) {
+        *override = MPIDI_CH3I_Smheap_coll_override;
+        return &node_tables;
+    }
+    if (comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE ||
+        comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE_ROOTS)
+        return NULL;
+    *override = MPIDI_CH3I_Smheap_coll_override_nodes;
+    return &spanning_tables;
+}
+
 static int comm_created(MPIR_Comm * comm, void *param)
 {
     smheap_coll_comm_t *cc;
+    smheap_coll_tables_t *list;
+    void (*override) (MPIDI_Coll_fns *);
     MPIDI_Coll_fns *table;
 
     (void) param;
     comm->dev.ch.coll = NULL;   /* the device part of a communicator is not zeroed */
     if (!MPIR_CVAR_CH3_SMHEAP_COLL || !MPIDI_CH3I_Smheap_heap_shared ||
-        comm->comm_kind != MPIR_COMM_KIND__INTRACOMM || !all_on_my_node(comm))
+        comm->comm_kind != MPIR_COMM_KIND__INTRACOMM)
+        return MPI_SUCCESS;
+    list = tables_for(comm, &override);
+    if (list == NULL)
         return MPI_SUCCESS;
 
     cc = MPL_calloc(1, sizeof(*cc) + comm->local_size * sizeof(int), MPL_MEM_COMM);
     if (cc == NULL)
         return MPI_SUCCESS;     /* MPICH's collectives will do */
     cc->size = comm->local_size;
+    cc->tables = list;
     for (int r = 0; r < comm->local_size; r++)
         cc->node_rank[r] = MPIDI_CH3I_Smheap_node_rank(comm, r);
-    table = smheap_coll_tables_acquire(&tables, comm->dev.coll_fns,
-                                       MPIDI_CH3I_Smheap_coll_override);
+    table = smheap_coll_tables_acquire(list, comm->dev.coll_fns, override);
     if (table == NULL) {
         MPL_free(cc);
         return MPI_SUCCESS;
@@ -135,7 +169,7 @@ static int comm_destroyed(MPIR_Comm * comm, void *param)
     (void) param;
     if (cc == NULL)
         return MPI_SUCCESS;
-    comm->dev.coll_fns = smheap_coll_tables_release(&tables, comm->dev.coll_fns);
+    comm->dev.coll_fns = smheap_coll_tables_release(cc->tables, comm->dev.coll_fns);
     if (cc->ctrl)
         release_ctrl(cc->ctrl, comm->rank == 0);
     free_released_zombies();
@@ -265,6 +299,13 @@ int MPIDI_CH3I_Smheap_coll_init(void)
                                         MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
                                         "collectives this rank ran with the shared-heap "
                                         "algorithms");
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_coll_node_aware,
+                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                        MPIR_T_PVAR_FLAG_READONLY |
+                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
+                                        "collectives this rank ran in two levels on a "
+                                        "communicator that spans nodes (the shared heap "
+                                        "within each node, one leader per node between)");
     MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_coll_fallback,
                                         MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
                                         MPIR_T_PVAR_FLAG_READONLY |

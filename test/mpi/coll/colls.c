@@ -7,7 +7,9 @@
  * MPI_DOUBLE with MPI_SUM, a user-defined commutative operation and a non-commutative one
  * (2x2 integer matrix product over a contiguous type of 4 ints), MPI_DOUBLE_INT with
  * MPI_MAXLOC (a gapped type: MPICH's algorithms), and a strided vector type for the data
- * movers.  The MPI_T counters show which algorithms ran. */
+ * movers.  The MPI_T counters show which algorithms ran.  On a job across nodes,
+ * MPI_COMM_WORLD's Barrier, Bcast, Reduce and Allreduce run in two levels wherever a node
+ * holds two of its ranks or more, and never on one node. */
 #include <stdlib.h>
 #include <string.h>
 #include "../include/smheap_test.h"
@@ -360,7 +362,8 @@ int main(int argc, char **argv)
     MPI_Datatype mat4, strided;
     MPI_Op usum, mmul;
     unsigned long long shared0, fallback0, shared1, fallback1, min_shared = 500;
-    int host_size;
+    unsigned long long two_level0, two_level1, min_two_level = 0;
+    int host_size, max_host_size;
 
     MPI_T_init_thread(MPI_THREAD_SINGLE, &prov);
     MPI_Init(&argc, &argv);
@@ -381,7 +384,9 @@ int main(int argc, char **argv)
 
     shared0 = pvar_value("smheap_coll_shared");
     fallback0 = pvar_value("smheap_coll_fallback");
+    two_level0 = pvar_value("smheap_coll_node_aware");
     test_comm(MPI_COMM_WORLD, mat4, strided, usum, mmul);
+    two_level1 = pvar_value("smheap_coll_node_aware");
     test_comm(dup, mat4, strided, usum, mmul);
     test_comm(half, mat4, strided, usum, mmul);
     test_comm(reversed, mat4, strided, usum, mmul);
@@ -401,6 +406,11 @@ int main(int argc, char **argv)
     }
     shared1 = pvar_value("smheap_coll_shared");
     fallback1 = pvar_value("smheap_coll_fallback");
+    if (spans_nodes(MPI_COMM_WORLD)) {
+        /* MPICH makes node communicators where a node holds two ranks or more */
+        MPI_Allreduce(&host_size, &max_host_size, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        min_two_level = max_host_size > 1 ? 20 : 0;
+    }
 
     /* with the heap shared and the collectives on, everything ran on the shared heap but the
      * MAXLOC calls, which went to MPICH's algorithms */
@@ -410,6 +420,10 @@ int main(int argc, char **argv)
             shared_calls != 0 || shared1 - shared0 < min_shared)
             FAIL("algorithms: %llu shared, %llu handed to MPICH of which %llu MAXLOC (want %llu)",
                  shared1 - shared0, fallback1 - fallback0, fallbacks, expected_fallbacks);
+        if (two_level1 - two_level0 < min_two_level ||
+            (min_two_level == 0 && two_level1 != two_level0))
+            FAIL("MPI_COMM_WORLD: %llu collectives in two levels (want %s%llu)",
+                 two_level1 - two_level0, min_two_level ? "at least " : "", min_two_level);
     } else if (shared1 != shared0) {
         FAIL("%llu collectives ran on the shared heap, which is off", shared1 - shared0);
     }

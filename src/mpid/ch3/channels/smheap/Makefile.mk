@@ -67,7 +67,8 @@ noinst_HEADERS +=                                          \
 
 mpi_core_sources +=                                        \
     src/coll/smheap_coll_comm.c                            \
-    src/coll/smheap_coll_algos.c
+    src/coll/smheap_coll_algos.c                           \
+    src/coll/smheap_coll_nodes.c
 
 # (as the embedded ucx and ofi netmods of ch4 add their libraries)
 pmpi_convenience_libs += $(SMHEAP_JEMALLOC_LIB)

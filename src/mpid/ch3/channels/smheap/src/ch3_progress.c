@@ -293,9 +293,14 @@ static int poll_once(int *made_progress)
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (MPIDI_CH3I_Sockpath_active && ++sock_ticks >= SOCK_POLL_INTERVAL) {
-        sock_ticks = 0;
-        mpi_errno = MPIDI_CH3I_Sockpath_poll(made_progress);
+        int sock_progress = FALSE;
+
+        mpi_errno = MPIDI_CH3I_Sockpath_poll(&sock_progress);
         MPIR_ERR_CHECK(mpi_errno);
+        /* it handles one event: after one, look again at the next poll */
+        sock_ticks = sock_progress ? SOCK_POLL_INTERVAL - 1 : 0;
+        if (sock_progress)
+            *made_progress = TRUE;
     }
     mpi_errno = MPIR_Progress_hook_exec_all(&hook_progress);
     MPIR_ERR_CHECK(mpi_errno);

@@ -526,8 +526,11 @@ static int handle_event(MPIDI_CH3I_Sock_event_t * event)
     return mpi_errno;
 }
 
-/* Handle the events the socket set has, waiting up to timeout_ms for the first. */
-static int handle_events(int timeout_ms, int *made_progress)
+/* Handle one event of the socket set, waiting up to timeout_ms for it.  One: after the
+ * first, asking for another costs a poll() even when there is none (the socket layer
+ * cannot say whether it holds more), and on a message's path that is as much as the
+ * read; the progress engine asks again at its next poll instead. */
+static int handle_event_within(int timeout_ms, int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_CH3I_Sock_event_t event;
@@ -535,21 +538,18 @@ static int handle_events(int timeout_ms, int *made_progress)
     if (handling)
         return MPI_SUCCESS;
     handling = 1;
-    for (;;) {
-        mpi_errno = MPIDI_CH3I_Sock_wait(MPIDI_CH3I_sock_set, timeout_ms, &event);
-        if (mpi_errno != MPI_SUCCESS) {
-            if (MPIR_ERR_GET_CLASS(mpi_errno) == MPIDI_CH3I_SOCK_ERR_TIMEOUT)
-                mpi_errno = MPI_SUCCESS;
-            else
-                MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**progress_sock_wait");
-            break;
-        }
-        mpi_errno = handle_event(&event);
-        MPIR_ERR_CHECK(mpi_errno);
-        if (event.user_ptr != &wake_fd)
-            *made_progress = TRUE;
-        timeout_ms = 0;
+    mpi_errno = MPIDI_CH3I_Sock_wait(MPIDI_CH3I_sock_set, timeout_ms, &event);
+    if (mpi_errno != MPI_SUCCESS) {
+        if (MPIR_ERR_GET_CLASS(mpi_errno) == MPIDI_CH3I_SOCK_ERR_TIMEOUT)
+            mpi_errno = MPI_SUCCESS;
+        else
+            MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**progress_sock_wait");
+        goto fn_exit;
     }
+    mpi_errno = handle_event(&event);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (event.user_ptr != &wake_fd)
+        *made_progress = TRUE;
 
   fn_exit:
     handling = 0;
@@ -560,12 +560,12 @@ static int handle_events(int timeout_ms, int *made_progress)
 
 int MPIDI_CH3I_Sockpath_poll(int *made_progress)
 {
-    return handle_events(0, made_progress);
+    return handle_event_within(0, made_progress);
 }
 
 /* Sleep until a socket has something or a doorbell of ours is rung (at most timeout_ms).
  * The socket layer releases MPICH's global lock while it waits. */
 int MPIDI_CH3I_Sockpath_sleep(int timeout_ms, int *made_progress)
 {
-    return handle_events(timeout_ms, made_progress);
+    return handle_event_within(timeout_ms, made_progress);
 }

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Tables and plot data for bench/nodes/run.sh, from its raw output.
+
+    report.py RAW OUTDIR
+
+RAW has one line per measurement, as run.sh writes them:
+    round=1 mpi=smheap case=cross-lat test=lat buf=heap size=8 value=4.1
+    round=1 mpi=smheap case=coll-bcast coll=bcast ranks=4 size=65536 value=181.4
+    round=1 mpi=smheap case=cross-lat pvar smheap_remote_msgs=137614
+(lines with '#' are comments).  Prints, per case, the median over the rounds of every MPI at
+every size and smheap's speedup over each other MPI (its time / smheap's for latencies and
+collectives, smheap's MB/s / its for bandwidths: above 1, smheap is faster), then the pvar
+lines of the last smheap round.  Writes OUTDIR/nodes-<case>.dat and OUTDIR/nodes.gp, the
+gnuplot script that draws OUTDIR/nodes.png from them.  Standard library only.
+"""
+import collections
+import os
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchlib import human, med  # noqa: E402
+
+CASES = (
+    ("cross-lat", "2 nodes x 1 rank: p2p latency, heap buffers (us, lower is better)", "time"),
+    ("cross-bw", "2 nodes x 1 rank: p2p bandwidth, heap buffers (MB/s)", "rate"),
+    ("onnode-bw", "2 ranks of one node in a job on 2 nodes: p2p bandwidth, heap buffers (MB/s)",
+     "rate"),
+    ("coll-bcast", "2 nodes x 2 ranks: MPI_Bcast, bytes per rank (us per call)", "time"),
+    ("coll-allreduce", "2 nodes x 2 ranks: MPI_Allreduce of doubles, bytes per rank"
+     " (us per call)", "time"),
+)
+ORDER = ("smheap", "nemesis")
+COLOR = {"smheap": "#d62728", "nemesis": "#1f77b4"}
+
+
+def read_raw(path):
+    """(mpi, case, size) -> values, and case -> pvar words of the last smheap round."""
+    vals = collections.defaultdict(list)
+    pvars = {}
+    last = {}
+    header = []
+    for line in open(path):
+        if line.startswith("# bench"):
+            header.append(line[2:].strip())
+        if line.startswith("#"):
+            continue
+        words = line.split()
+        kv = dict(w.split("=", 1) for w in words if "=" in w)
+        if "value" in kv:
+            vals[(kv["mpi"], kv["case"], int(kv["size"]))].append(float(kv["value"]))
+        elif "pvar" in words and kv.get("mpi") == "smheap":
+            rnd, case = int(kv["round"]), kv["case"]
+            if rnd > last.get(case, 0):
+                last[case], pvars[case] = rnd, []
+            if rnd == last[case]:
+                pvars[case].append(words[words.index("pvar") + 1])
+    return vals, pvars
+
+
+def speedup(sm, other, kind):
+    if sm is None or other is None or not sm or not other:
+        return "-"
+    return "%.2f" % (other / sm if kind == "time" else sm / other)
+
+
+def table(vals, mpis, case, title, kind):
+    sizes = sorted({k[2] for k in vals if k[1] == case})
+    if not sizes:
+        return
+    runs = max(len(vals[k]) for k in vals if k[1] == case)
+    others = [m for m in mpis if m != "smheap"]
+    print("\n%s, median of %d runs; x<mpi> = smheap's speedup (above 1: smheap faster)"
+          % (title, runs))
+    print(" ".join("%9s" % h for h in ["size"] + mpis + ["x" + m[:7] for m in others]))
+    fmt = "%9.3f" if kind == "time" else "%9.0f"
+    for size in sizes:
+        row = [human(size)]
+        for m in mpis:
+            v = med(vals, (m, case, size))
+            row.append(fmt % v if v is not None else "-")
+        sm = med(vals, ("smheap", case, size))
+        row += [speedup(sm, med(vals, (m, case, size)), kind) for m in others]
+        print(" ".join("%9s" % c for c in row))
+
+
+def gnuplot(vals, mpis, outdir):
+    gp = ['set terminal pngcairo size 1200,900 font ",9"', "set output 'nodes.png'",
+          'set multiplot layout 2,2 title "jobs across simulated nodes: smheap and nemesis,'
+          ' medians"', "set logscale xy", "set grid", 'set xlabel "bytes"', "set key top left"]
+    panels = [("cross-lat", "2 nodes x 1: latency (us)"),
+              ("cross-bw", "2 nodes x 1: bandwidth (MB/s)"),
+              ("onnode-bw", "on-node pair in a 2-node job: bandwidth (MB/s)"),
+              ("coll", "2 nodes x 2: Bcast, Allreduce (us per call)")]
+    for case, title in panels:
+        cases = [c for c, _, _ in CASES if c.startswith(case)]
+        cols = [(m, c) for c in cases for m in mpis if any(k[:2] == (m, c) for k in vals)]
+        if not cols:
+            continue
+        sizes = sorted({k[2] for k in vals if k[1] in cases})
+        dat = "nodes-%s.dat" % case
+        with open(os.path.join(outdir, dat), "w") as f:
+            f.write("# size " + " ".join("%s/%s" % c for c in cols) + "\n")
+            for size in sizes:
+                row = [med(vals, (m, c, size)) for m, c in cols]
+                f.write("%d " % size + " ".join("NaN" if v is None else "%.4g" % v
+                                                for v in row) + "\n")
+        gp.append('set title "%s"' % title)
+        gp.append("set xtics (%s)" % ", ".join('"%s" %d' % (human(s), s) for s in sizes))
+        gp.append("set xrange [%g:%g]" % (sizes[0] / 1.3, sizes[-1] * 1.3))
+        gp.append("plot " + ", ".join(
+            "'%s' using 1:%d with linespoints lc rgb \"%s\" dt %d pt 7 lw 1.5 title \"%s\""
+            % (dat, i + 2, COLOR.get(m, "#9467bd"), 1 + cases.index(c), m +
+               ("" if len(cases) == 1 else " " + c.split("-", 1)[1]))
+            for i, (m, c) in enumerate(cols)))
+    gp.append("unset multiplot")
+    with open(os.path.join(outdir, "nodes.gp"), "w") as f:
+        f.write("\n".join(gp) + "\n")
+
+
+def main():
+    raw, outdir = sys.argv[1], sys.argv[2]
+    vals, pvars = read_raw(raw)
+    present = {k[0] for k in vals}
+    mpis = [m for m in ORDER if m in present] + sorted(present - set(ORDER))
+    for case, title, kind in CASES:
+        table(vals, mpis, case, title, kind)
+    if any(k[1].startswith("coll") and k[0] == "nemesis" for k in vals):
+        print("\n(coll: 4 ranks on this machine's CPUs may be more ranks than cores; then the"
+              " times say as much about how an MPI waits as about how it moves data)")
+    print("\nsmheap's MPI_T counters, last round (p2p: the pair summed; coll: rank 0's):")
+    for case, words in pvars.items():
+        print("  %-15s %s" % (case, " ".join(words)))
+    gnuplot(vals, mpis, outdir)
+
+
+if __name__ == "__main__":
+    main()

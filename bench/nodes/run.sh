@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Jobs across (simulated) nodes: ch3:smheap against ch3:nemesis (its tcp module between nodes)
+# on the same layouts, each node a Hydra proxy of maint/nodes/mpiexec-nodes with its own
+# /dev/shm, so that between nodes both MPIs talk over loopback TCP:
+#   cross    2 nodes x 1 rank:  p2p latency 8 B - 64 KiB and bandwidth 64 KiB - 4 MiB
+#   onnode   2 ranks on one node and 1 on the other: p2p bandwidth between the two on one
+#            node (the third rank stands by, sleeping), a pair inside a job that spans nodes;
+#            here both nodes may use every CPU, so that the pair has a CPU each
+# (mpiexec-nodes otherwise gives each node CPUs of its own: one each on a 2-CPU machine).
+#   coll     2 nodes x 2 ranks: Bcast and Allreduce, 8 B, 64 KiB and 1 MiB per rank
+# with bench/p2p/p2p_bench.c and bench/coll/coll_bench.c.  Every round runs every case with
+# each MPI back to back (order rotating), rounds interleaved so that drift hits all alike;
+# prints medians and ratios, and plots them (gnuplot).
+#   bench/nodes/run.sh [RUNS]     (default 5; smheap from maint/setup.sh, nemesis from
+#                                  maint/setup.sh --nemesis)
+#   QUICK=1 bench/nodes/run.sh 1  a smoke test: fewer iterations
+# Four ranks on a 2-CPU machine are more ranks than cores: the coll case then measures how
+# each MPI waits as much as how it moves data (the report says so).
+# Output in build/results/bench/: nodes.txt, nodes-raw.txt, nodes.png (nodes.gp, nodes-*.dat).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+runs=${1:-5}
+quick=${QUICK:-0}
+exe="$top/build/bench/nodes"
+out="$top/build/results/bench"
+raw="$out/nodes-raw.txt"
+mkdir -p "$exe" "$out"
+qflag=()
+[ "$quick" = 1 ] && qflag=(-q)
+
+. "$top/bench/benchlib.sh"
+declare -A prefix=([smheap]="$top/build/install" [nemesis]="$top/build/nemesis/install")
+mpis=()
+for m in smheap nemesis; do
+    bench_build nodes "$m" "${prefix[$m]}/bin/mpicc" "$top/bench/p2p/p2p_bench.c" \
+        "$exe/$m/p2p_bench" &&
+        bench_build nodes "$m" "${prefix[$m]}/bin/mpicc" "$top/bench/coll/coll_bench.c" \
+            "$exe/$m/coll_bench" && mpis+=("$m")
+done
+[ "${mpis[0]:-}" = smheap ] || { echo "nodes: smheap is required (maint/setup.sh)"; exit 1; }
+[ ${#mpis[@]} -gt 1 ] || echo "nodes: no ch3:nemesis (maint/setup.sh --nemesis): smheap alone"
+
+# launch MPI HOSTS N PROGRAM ARGS...: one job on the simulated nodes (5 minutes at most)
+launch() {
+    local m=$1 hosts=$2 n=$3 prog=$4
+    shift 4
+    MPIEXEC="${prefix[$m]}/bin/mpiexec" timeout 300 "$top/maint/nodes/mpiexec-nodes" \
+        -hosts "$hosts" -n "$n" "$exe/$m/$prog" "$@"
+}
+
+# record LABEL CMD...: one run, its lines prefixed with LABEL into the raw file; a failed
+# run is tried again once, then reported and left out
+record() {
+    local label=$1 tmp="$out/nodes-run.tmp"
+    shift
+    for attempt in 1 2; do
+        if "$@" >"$tmp" 2>"$tmp.err"; then
+            sed "s|^|$label |" "$tmp" >>"$raw"
+            sed "s|^|# stderr $label: |" "$tmp.err" >>"$raw"
+            rm -f "$tmp" "$tmp.err"
+            return 0
+        fi
+        [ "$attempt" = 1 ] && sleep 5
+    done
+    echo "nodes: $label failed twice, left out: $(tail -n 1 "$tmp.err")" >&2
+    sed "s|^|# failed $label: |" "$tmp" "$tmp.err" >>"$raw"
+    rm -f "$tmp" "$tmp.err"
+}
+
+cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
+{
+    echo "# bench/nodes/run.sh $runs QUICK=$quick, $(date -Is), $(uname -r), $(nproc) CPUs" \
+        "(${cpu:-unknown processor})"
+    echo "# mpis: ${mpis[*]}"
+} >"$raw"
+a=127.0.0.2 b=127.0.0.3
+all=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+for r in $(seq "$runs"); do
+    echo "nodes: round $r/$runs" >&2
+    n=${#mpis[@]}
+    order=()
+    for i in $(seq 0 $((n - 1))); do order+=("${mpis[$(((i + r) % n))]}"); done
+    for c in cross-lat cross-bw onnode-bw coll-bcast coll-allreduce; do
+        for m in "${order[@]}"; do
+            label="round=$r mpi=$m case=$c"
+            case $c in
+            cross-lat) record "$label" launch "$m" "$a:1,$b:1" 2 p2p_bench -t lat -s 8 \
+                           -S 65536 "${qflag[@]}" ;;
+            cross-bw)  record "$label" launch "$m" "$a:1,$b:1" 2 p2p_bench -t bw \
+                           -S 4194304 "${qflag[@]}" ;;
+            onnode-bw) SMHEAP_NODE_CPUS="$a=$all $b=$all" record "$label" launch "$m" \
+                           "$a:2,$b:1" 3 p2p_bench -t bw -S 4194304 "${qflag[@]}" ;;
+            coll-*)    record "$label" launch "$m" "$a:2,$b:2" 4 coll_bench -c "${c#coll-}" \
+                           -l 8,65536,1048576 "${qflag[@]}" ;;
+            esac
+        done
+    done
+done
+
+{
+    echo "bench/nodes: simulated nodes on one machine, ${cpu:-unknown processor}," \
+        "$(nproc) CPUs, $runs run(s)$([ "$quick" = 1 ] && echo ", QUICK"), $(date -Is)"
+    echo "MPIs: ${mpis[*]} (between nodes: smheap ch3:sock's socket code, nemesis its tcp" \
+        "module; both over loopback TCP)"
+    python3 "$top/bench/nodes/report.py" "$raw" "$out"
+} | tee "$out/nodes.txt"
+
+if command -v gnuplot >/dev/null 2>&1; then
+    (cd "$out" && gnuplot nodes.gp)
+    echo "plot: $out/nodes.png"
+else
+    echo "nodes: no gnuplot (apt-get install gnuplot-nox), no plot"
+fi
