@@ -64,6 +64,9 @@ typedef struct MPIDI_CH3I_VC {
     MPIDI_CH3I_VC_state_t state;
     struct MPIDI_CH3I_Sock *sock;
     struct MPIDI_CH3I_Connection *conn;
+    char *rbuf;                 /* bytes read ahead of their packets' handling */
+    size_t rbuf_len;            /* a partial packet header kept at its start */
+    int rbuf_posted;            /* the socket's posted read goes into rbuf */
 } MPIDI_CH3I_VC;
 
 #define MPIDI_CH3_VC_DECL struct MPIDI_CH3I_VC ch;

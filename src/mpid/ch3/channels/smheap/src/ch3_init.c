@@ -185,6 +185,9 @@ int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
     vc->ch.out_link = NULL;
     vc->ch.in_link = NULL;
     vc->ch.sendq_head = NULL;
+    vc->ch.rbuf = NULL;
+    vc->ch.rbuf_len = 0;
+    vc->ch.rbuf_posted = FALSE;
     vc->ch.sendq_tail = NULL;
     vc->ch.pending_next = vc->ch.pending_prev = NULL;
     vc->ch.on_pending_list = FALSE;
@@ -209,6 +212,8 @@ int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
 int MPIDI_CH3_VC_Destroy(MPIDI_VC_t * vc)
 {
     MPIDI_CH3I_Link_retire(vc);
+    MPL_free(vc->ch.rbuf);
+    vc->ch.rbuf = NULL;
     return MPI_SUCCESS;
 }
 

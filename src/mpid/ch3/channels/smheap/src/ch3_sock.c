@@ -340,10 +340,74 @@ int MPIDI_CH3I_Sockpath_terminate(MPIDI_VC_t * vc)
 /* ------------------------------------------------------------------------------------ */
 /* Socket events                                                                        */
 
+/* Bytes a connection reads at once when it looks for the next packet. */
+#define READ_AHEAD 16384
+
+/* Post the read of the next packet: at least its header, and up to READ_AHEAD bytes into
+ * the VC's buffer, so that a small message's header and data, and the packets behind them,
+ * come with one read (as nemesis's tcp module reads).  Without a buffer, the header alone. */
 static int post_recv_pkt(MPIDI_CH3I_Connection_t * conn)
 {
-    return MPIDI_CH3I_Sock_post_read(conn->sock, &conn->pkt, sizeof(conn->pkt),
-                                     sizeof(conn->pkt), NULL);
+    MPIDI_VC_t *vc = conn->vc;
+
+    if (vc->ch.rbuf == NULL)
+        vc->ch.rbuf = MPL_malloc(READ_AHEAD, MPL_MEM_BUFFER);
+    if (vc->ch.rbuf == NULL)
+        return MPIDI_CH3I_Sock_post_read(conn->sock, &conn->pkt, sizeof(conn->pkt),
+                                         sizeof(conn->pkt), NULL);
+    vc->ch.rbuf_posted = TRUE;
+    return MPIDI_CH3I_Sock_post_read(conn->sock, vc->ch.rbuf + vc->ch.rbuf_len,
+                                     sizeof(conn->pkt) - vc->ch.rbuf_len,
+                                     READ_AHEAD - vc->ch.rbuf_len, NULL);
+}
+
+/* Copy what buf holds of rreq's data into its iov, dropping the entries it fills and
+ * adjusting a partly filled one (so that the iov is what remains); returns the bytes taken. */
+static size_t take_buffered(MPIR_Request * rreq, const char *buf, size_t len)
+{
+    struct iovec *iov = rreq->dev.iov;
+    int n = rreq->dev.iov_count, first = 0;
+    size_t taken = 0;
+
+    while (first < n && taken < len) {
+        size_t k = MPL_MIN(iov[first].iov_len, len - taken);
+
+        if (!rreq->dev.drop_data)
+            memcpy(iov[first].iov_base, buf + taken, k);
+        taken += k;
+        iov[first].iov_base = (char *) iov[first].iov_base + k;
+        iov[first].iov_len -= k;
+        if (iov[first].iov_len == 0)
+            first++;
+    }
+    while (first < n && iov[first].iov_len == 0)
+        first++;
+    memmove(iov, iov + first, (n - first) * sizeof(*iov));
+    rreq->dev.iov_count = n - first;
+    return taken;
+}
+
+/* A packet's header is in conn->pkt: call its handler with the len bytes after it in buf;
+ * *used: how many of them it took, *rreq: a request for data still to come. */
+static int call_handler(MPIDI_CH3I_Connection_t * conn, char *buf, size_t len, size_t *used,
+                        MPIR_Request ** rreq)
+{
+    int mpi_errno = MPI_SUCCESS;
+    intptr_t buflen = (intptr_t) len;
+
+    MPIR_ERR_CHKANDJUMP1(conn->pkt.type < 0 || conn->pkt.type >= MPIDI_CH3_PKT_END_CH3,
+                         mpi_errno, MPI_ERR_INTERN, "**ch3|sock|badpacket",
+                         "**ch3|sock|badpacket %d", conn->pkt.type);
+    *rreq = NULL;
+    mpi_errno = MPIDI_CH3I_pkt_handlers[conn->pkt.type] (conn->vc, &conn->pkt,
+                                                          len ? buf : NULL, &buflen, rreq);
+    MPIR_ERR_CHECK(mpi_errno);
+    *used = (size_t) buflen;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 /* Read what the socket holds of rreq's iov; complete the request (or let ch3 reload the
@@ -381,23 +445,72 @@ static int read_more_data(MPIDI_CH3I_Connection_t * conn, MPIR_Request * rreq)
     goto fn_exit;
 }
 
-/* A packet header arrived on a connected socket. */
+/* A packet header alone arrived in conn->pkt (the first after the connection opened, read
+ * there by ch3's socket utilities, or any when there is no read-ahead buffer). */
 static int handle_packet(MPIDI_CH3I_Connection_t * conn)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Request *rreq = NULL;
-    intptr_t buflen = 0;
+    size_t used;
 
-    MPIR_ERR_CHKANDJUMP1(conn->pkt.type < 0 || conn->pkt.type >= MPIDI_CH3_PKT_END_CH3,
-                         mpi_errno, MPI_ERR_INTERN, "**ch3|sock|badpacket",
-                         "**ch3|sock|badpacket %d", conn->pkt.type);
-    mpi_errno = MPIDI_CH3I_pkt_handlers[conn->pkt.type] (conn->vc, &conn->pkt, NULL, &buflen,
-                                                          &rreq);
+    conn->vc->ch.rbuf_len = 0;  /* nothing read ahead on a new connection */
+    mpi_errno = call_handler(conn, NULL, 0, &used, &rreq);
     MPIR_ERR_CHECK(mpi_errno);
     if (rreq != NULL)
         mpi_errno = read_more_data(conn, rreq);
     else if (conn->state != CONN_STATE_CLOSING)
         mpi_errno = post_recv_pkt(conn);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* nread more bytes arrived in the read-ahead buffer: handle every whole packet there and
+ * the data that follows each; data that goes on past the buffer is read straight into its
+ * request's iov; a partial header stays at the buffer's start for the next read. */
+static int handle_buffered(MPIDI_CH3I_Connection_t * conn, size_t nread)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_VC_t *vc = conn->vc;
+    char *buf = vc->ch.rbuf;
+    size_t len = vc->ch.rbuf_len + nread, used;
+    MPIR_Request *rreq = NULL;
+    int complete;
+
+    vc->ch.rbuf_posted = FALSE;
+    vc->ch.rbuf_len = 0;
+    for (;;) {
+        if (rreq != NULL) {
+            used = take_buffered(rreq, buf, len);
+            buf += used;
+            len -= used;
+            if (rreq->dev.iov_count > 0) {      /* the buffer is empty: read the rest */
+                mpi_errno = read_more_data(conn, rreq);
+                goto fn_exit;
+            }
+            mpi_errno = request_written(vc, rreq, &complete);
+            MPIR_ERR_CHECK(mpi_errno);
+            if (complete)
+                rreq = NULL;
+            continue;   /* else ch3 loaded the iov with more of the message */
+        }
+        if (conn->state == CONN_STATE_CLOSING || len < sizeof(conn->pkt))
+            break;
+        memcpy(&conn->pkt, buf, sizeof(conn->pkt));
+        buf += sizeof(conn->pkt);
+        len -= sizeof(conn->pkt);
+        mpi_errno = call_handler(conn, buf, len, &used, &rreq);
+        MPIR_ERR_CHECK(mpi_errno);
+        buf += used;
+        len -= used;
+    }
+    if (conn->state == CONN_STATE_CLOSING)
+        goto fn_exit;
+    memmove(vc->ch.rbuf, buf, len);
+    vc->ch.rbuf_len = len;
+    mpi_errno = post_recv_pkt(conn);
 
   fn_exit:
     return mpi_errno;
@@ -489,8 +602,13 @@ static int handle_read(MPIDI_CH3I_Sock_event_t * event)
         return MPIDI_CH3_Sockconn_handle_close_event(conn);
     if (event->error != MPI_SUCCESS)
         return connection_lost(conn, event->error);
-    if (conn->state == CONN_STATE_CONNECTED)
-        return conn->recv_active ? handle_data(conn) : handle_packet(conn);
+    if (conn->state == CONN_STATE_CONNECTED) {
+        if (conn->recv_active)
+            return handle_data(conn);
+        if (conn->vc->ch.rbuf_posted)
+            return handle_buffered(conn, event->num_bytes);
+        return handle_packet(conn);
+    }
     if (conn->state == CONN_STATE_OPEN_LRECV_DATA)
         return MPIDI_CH3_Sockconn_handle_connopen_event(conn);
     return MPIDI_CH3_Sockconn_handle_conn_event(conn);
