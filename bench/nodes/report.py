@@ -52,7 +52,7 @@ def read_raw(path):
             if rnd > last.get(case, 0):
                 last[case], pvars[case] = rnd, []
             if rnd == last[case]:
-                pvars[case].append(words[words.index("pvar") + 1])
+                pvars[case] += words[words.index("pvar") + 1:]
     return vals, pvars
 
 
