@@ -1,4 +1,5 @@
-# Shell helpers shared by the benchmarks' run scripts (bench/p2p, bench/coll); sourced.
+# Shell helpers shared by the benchmarks' run scripts (bench/p2p, bench/coll, bench/nodes);
+# sourced.
 
 # bench_build TAG LABEL MPICC SRC EXE: compile SRC with one MPI's MPICC into EXE; one line
 # and a failure if that MPI is not there or the compile fails.
@@ -10,4 +11,28 @@ bench_build() {
     fi
     mkdir -p "$(dirname "$exe")"
     "$cc" -O2 -std=c99 -o "$exe" "$src" || { echo "$tag: $label: $cc failed, skipped"; return 1; }
+}
+
+# bench_record TAG RAW LABEL CMD...: run CMD once, its output lines prefixed with LABEL into
+# the file RAW (its stderr as comments); a failed run is tried again once after a pause (the
+# install may be being replaced), then reported on one line and left out.
+bench_record() {
+    local tag=$1 raw=$2 label=$3 tmp="$2.run" rc why
+    shift 3
+    for attempt in 1 2; do
+        rc=0
+        "$@" >"$tmp" 2>"$tmp.err" || rc=$?
+        if [ "$rc" = 0 ]; then
+            sed "s|^|$label |" "$tmp" >>"$raw"
+            sed "s|^|# stderr $label: |" "$tmp.err" >>"$raw"
+            rm -f "$tmp" "$tmp.err"
+            return 0
+        fi
+        [ "$attempt" = 1 ] && sleep 10
+    done
+    why=$(grep -v '^[= ]*$' "$tmp.err" | tail -n 1)
+    [ "$rc" = 124 ] && why="timed out"
+    echo "$tag: $label failed twice (exit status $rc), left out: ${why:-see $raw}" >&2
+    sed "s|^|# failed $label: |" "$tmp" "$tmp.err" >>"$raw"
+    rm -f "$tmp" "$tmp.err"
 }

@@ -82,29 +82,8 @@ launch() {
     esac
 }
 
-# record LABEL CMD...: one run, its lines prefixed with LABEL into the raw file (stderr as
-# comments); a failed run is tried again once (the install may be being replaced), then
-# reported and left out
-record() {
-    local label=$1 tmp="$out/coll-run.tmp" rc=0 why
-    shift
-    for attempt in 1 2; do
-        rc=0
-        "$@" >"$tmp" 2>"$tmp.err" || rc=$?
-        if [ "$rc" = 0 ]; then
-            sed "s|^|$label |" "$tmp" >>"$raw"
-            sed "s|^|# stderr $label: |" "$tmp.err" >>"$raw"
-            rm -f "$tmp" "$tmp.err"
-            return 0
-        fi
-        [ "$attempt" = 1 ] && sleep 10
-    done
-    why=$(grep -v '^[= ]*$' "$tmp.err" | grep -m 1 coll_bench || true)
-    [ "$rc" = 124 ] && why="timed out after 300 s"
-    echo "coll: $label failed twice (exit status $rc), left out: ${why:-see $raw}" >&2
-    sed "s|^|# failed $label: |" "$tmp" "$tmp.err" >>"$raw"
-    rm -f "$tmp" "$tmp.err"
-}
+# record LABEL CMD...: one run into the raw file (benchlib.sh)
+record() { bench_record coll "$raw" "$@"; }
 
 {
     echo "# bench/coll/run.sh $runs QUICK=$quick, $(date -Is), $(uname -r), $cpus CPUs"

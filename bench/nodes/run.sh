@@ -48,24 +48,8 @@ launch() {
         -hosts "$hosts" -n "$n" "$exe/$m/$prog" "$@"
 }
 
-# record LABEL CMD...: one run, its lines prefixed with LABEL into the raw file; a failed
-# run is tried again once, then reported and left out
-record() {
-    local label=$1 tmp="$out/nodes-run.tmp"
-    shift
-    for attempt in 1 2; do
-        if "$@" >"$tmp" 2>"$tmp.err"; then
-            sed "s|^|$label |" "$tmp" >>"$raw"
-            sed "s|^|# stderr $label: |" "$tmp.err" >>"$raw"
-            rm -f "$tmp" "$tmp.err"
-            return 0
-        fi
-        [ "$attempt" = 1 ] && sleep 5
-    done
-    echo "nodes: $label failed twice, left out: $(tail -n 1 "$tmp.err")" >&2
-    sed "s|^|# failed $label: |" "$tmp" "$tmp.err" >>"$raw"
-    rm -f "$tmp" "$tmp.err"
-}
+# record LABEL CMD...: one run into the raw file (benchlib.sh)
+record() { bench_record nodes "$raw" "$@"; }
 
 cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
 {

@@ -64,25 +64,8 @@ launch() {
     esac
 }
 
-# record LABEL CMD...: one run, its lines prefixed with LABEL into the raw file (stderr as
-# comments); a failed run is tried again once (the install may be being replaced), then
-# reported and left out
-record() {
-    local label=$1 tmp="$out/p2p-run.tmp"
-    shift
-    for attempt in 1 2; do
-        if "$@" >"$tmp" 2>"$tmp.err"; then
-            sed "s|^|$label |" "$tmp" >>"$raw"
-            sed "s|^|# stderr $label: |" "$tmp.err" >>"$raw"
-            rm -f "$tmp" "$tmp.err"
-            return 0
-        fi
-        [ "$attempt" = 1 ] && sleep 10
-    done
-    echo "p2p: $label failed twice, left out: $(tail -n 1 "$tmp.err")" >&2
-    sed "s|^|# failed $label: |" "$tmp.err" >>"$raw"
-    rm -f "$tmp" "$tmp.err"
-}
+# record LABEL CMD...: one run into the raw file (benchlib.sh)
+record() { bench_record p2p "$raw" "$@"; }
 
 {
     echo "# bench/p2p/run.sh $runs QUICK=$quick, $(date -Is), $(uname -r), $(nproc) CPUs"
