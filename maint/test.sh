@@ -294,10 +294,9 @@ echo "== 4. MPICH's test/mpi, CI subset"
 add_counts "$log/mpich.log"
 
 echo "== 5. on simulated nodes (maint/nodes/mpiexec-nodes)"
-# Every project test on 2 nodes in blocks of 2 ranks; the collectives also round-robin on 3
-# (the point-to-point path tests single_copy, paths and pvars check the paths of a pair on
-# one node, which round-robin placement splits).
-for layout in "2 all" "3:1 coll"; do
+# Every project test on 2 nodes in blocks of 2 ranks, and on 3 nodes with one rank each
+# (round-robin: the path tests then expect sockets between ranks 0 and 1).
+for layout in "2 all" "3:1 all"; do
     set -- $layout
     "$top/maint/run-suite.sh" --project --install "$prefix" --nodes "$1" --dirs "$2" \
         --expected "$top/test/mpi/expected-failures-smheap-nodes.txt" |

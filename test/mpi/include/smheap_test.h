@@ -42,26 +42,45 @@ static inline unsigned long long pvar_value(const char *name)
     return v;
 }
 
-/* The ranks of comm that run on this rank's node as the launcher placed them: those with
- * this rank's processor (host) name (each simulated node of maint/nodes has its own), in
- * a new communicator.  The shared heap, rings and shared-heap collectives are per node. */
-static inline MPI_Comm comm_of_my_host(MPI_Comm comm)
+/* The processor (host) name of every rank of comm, in rank order (free() it): each
+ * simulated node of maint/nodes has its own. */
+static inline char (*host_names(MPI_Comm comm))[MPI_MAX_PROCESSOR_NAME]
 {
     char name[MPI_MAX_PROCESSOR_NAME] = "";
-    int len, rank, size, color = 0;
-    MPI_Comm host;
+    int len, size;
 
-    MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     MPI_Get_processor_name(name, &len);
     char (*all)[MPI_MAX_PROCESSOR_NAME] = calloc(size, sizeof(*all));
     MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME,
                   MPI_CHAR, comm);
-    while (strcmp(all[color], name) != 0)
+    return all;
+}
+
+/* The ranks of comm that run on this rank's node as the launcher placed them, in a new
+ * communicator.  The shared heap, rings and shared-heap collectives are per node. */
+static inline MPI_Comm comm_of_my_host(MPI_Comm comm)
+{
+    char (*all)[MPI_MAX_PROCESSOR_NAME] = host_names(comm);
+    int rank, color = 0;
+    MPI_Comm host;
+
+    MPI_Comm_rank(comm, &rank);
+    while (strcmp(all[color], all[rank]) != 0)
         color++;        /* the first rank with this name */
     free(all);
     MPI_Comm_split(comm, color, rank, &host);
     return host;
+}
+
+/* Do ranks a and b of comm run on one node?  Collective over comm. */
+static inline int same_node(MPI_Comm comm, int a, int b)
+{
+    char (*all)[MPI_MAX_PROCESSOR_NAME] = host_names(comm);
+    int same = strcmp(all[a], all[b]) == 0;
+
+    free(all);
+    return same;
 }
 
 /* Does comm span more than one node? */

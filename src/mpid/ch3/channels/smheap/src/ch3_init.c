@@ -188,6 +188,8 @@ int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
     vc->ch.rbuf = NULL;
     vc->ch.rbuf_len = 0;
     vc->ch.rbuf_posted = FALSE;
+    vc->ch.recv_in_pieces = FALSE;
+    vc->ch.send_in_pieces = FALSE;
     vc->ch.sendq_tail = NULL;
     vc->ch.pending_next = vc->ch.pending_prev = NULL;
     vc->ch.on_pending_list = FALSE;
