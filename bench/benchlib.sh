@@ -36,3 +36,16 @@ bench_record() {
     sed "s|^|# failed $label: |" "$tmp" "$tmp.err" >>"$raw"
     rm -f "$tmp" "$tmp.err"
 }
+
+# bench_plot NAME OUT: draw OUT/NAME.gp with gnuplot, if it is installed, and name the plots
+# it drew (OUT/NAME*.png; those of earlier runs are removed first).
+bench_plot() {
+    local name=$1 out=$2
+    if ! command -v gnuplot >/dev/null 2>&1; then
+        echo "$name: no gnuplot (apt-get install gnuplot-nox), no plots"
+        return 0
+    fi
+    rm -f "$out/$name"*.png
+    (cd "$out" && gnuplot "$name.gp")
+    echo "plots:" "$out/$name"*.png
+}

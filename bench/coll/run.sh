@@ -110,13 +110,4 @@ done
     python3 "$src/report.py" "$raw" "$out" "$cpus"
 } | tee "$out/coll.txt"
 
-if command -v gnuplot >/dev/null 2>&1; then
-    (cd "$out" && gnuplot coll.gp)
-    plots=()
-    for c in $colls; do
-        if [ -f "$out/coll-$c.png" ]; then plots+=("$out/coll-$c.png"); fi
-    done
-    echo "plots: ${plots[*]}"
-else
-    echo "coll: no gnuplot (apt-get install gnuplot-nox), no plots"
-fi
+bench_plot coll "$out"

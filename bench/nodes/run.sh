@@ -89,9 +89,4 @@ done
     python3 "$top/bench/nodes/report.py" "$raw" "$out"
 } | tee "$out/nodes.txt"
 
-if command -v gnuplot >/dev/null 2>&1; then
-    (cd "$out" && gnuplot nodes.gp)
-    echo "plot: $out/nodes.png"
-else
-    echo "nodes: no gnuplot (apt-get install gnuplot-nox), no plot"
-fi
+bench_plot nodes "$out"

@@ -99,9 +99,4 @@ done
     python3 "$src/report.py" "$raw" "$out"
 } | tee "$out/p2p.txt"
 
-if command -v gnuplot >/dev/null 2>&1; then
-    (cd "$out" && gnuplot p2p.gp)
-    echo "plots: $out/p2p-lat.png $out/p2p-bw.png $out/p2p-bibw.png"
-else
-    echo "p2p: no gnuplot (apt-get install gnuplot-nox), no plots"
-fi
+bench_plot p2p "$out"
