@@ -27,9 +27,10 @@ int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen);
 int MPIDI_CH3I_Link_init(void);
 int MPIDI_CH3I_Link_add_card(char **card, int *room);
 int MPIDI_CH3I_Link_finalize(void);
+int MPIDI_CH3I_Link_reaches(const char *card);
 int MPIDI_CH3I_Link_open_outbox(MPIDI_VC_t * vc);
 int MPIDI_CH3I_Link_poll(int *made_progress);
-int MPIDI_CH3I_Link_poll_listener(int now);
+int MPIDI_CH3I_Link_poll_listener(int now, int *looked);
 void MPIDI_CH3I_Link_group_added(void);
 void MPIDI_CH3I_Link_retire(MPIDI_VC_t * vc);
 void MPIDI_CH3I_Link_reap(void);
@@ -38,18 +39,22 @@ extern int MPIDI_CH3I_Link_active;      /* links exist or may come: poll for the
 extern int MPIDI_CH3I_Link_sleepers;    /* threads asleep, maybe on link doorbells */
 
 /* Processes on other nodes, through ch3's socket utilities (ch3_sock.c) */
-int MPIDI_CH3I_Sockpath_init(void);
+int MPIDI_CH3I_Sockpath_init(int spans_nodes);
 int MPIDI_CH3I_Sockpath_finalize(void);
 int MPIDI_CH3I_Sockpath_add_card(int pg_rank, char **card, int *room);
 int MPIDI_CH3I_Sockpath_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
                                    MPIR_Request ** sreq_ptr);
 int MPIDI_CH3I_Sockpath_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov,
                                int n_iov);
+void MPIDI_CH3I_Sockpath_adopt(MPIDI_VC_t * vc);
+int MPIDI_CH3I_Sockpath_connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc);
 int MPIDI_CH3I_Sockpath_poll(int *made_progress);
+int MPIDI_CH3I_Sockpath_poll_listener(void);
 int MPIDI_CH3I_Sockpath_sleep(int timeout_ms, int *made_progress);
 int MPIDI_CH3I_Sockpath_terminate(MPIDI_VC_t * vc);
 void MPIDI_CH3I_Sockpath_listen_for_wakeups(smheap_doorbell_t * bell);
-extern int MPIDI_CH3I_Sockpath_active;  /* the job spans nodes: poll the sockets */
+extern int MPIDI_CH3I_Sockpath_active;  /* sockets in use (the job spans nodes, or
+                                         * another job's process is remote): poll them */
 
 /* ch3's socket utilities look at a VC's send queue through this name. */
 #define MPIDI_CH3I_SendQ_head(vcch) ((vcch)->sendq_head)

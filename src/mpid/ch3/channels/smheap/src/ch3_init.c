@@ -105,8 +105,8 @@ int MPIDI_CH3I_Smheap_node_rank(MPIR_Comm * comm, int rank)
     return comm->dev.vcrt->vcr_table[rank]->ch.node_rank;
 }
 
-/* Our business card: the links' address (processes of other jobs on this node) and, in a
- * job that spans nodes, the socket listener's (ch3's socket utilities read it). */
+/* Our business card: the links' address and our node (processes of other jobs on this
+ * node), and the socket listener's (everybody else; ch3's socket utilities read it). */
 static int format_card(int pg_rank, char *card, int room)
 {
     int mpi_errno = MPIDI_CH3I_Link_add_card(&card, &room);
@@ -146,10 +146,8 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Link_init();
     MPIR_ERR_CHECK(mpi_errno);
-    if (MPIR_Process.num_nodes > 1) {
-        mpi_errno = MPIDI_CH3I_Sockpath_init();
-        MPIR_ERR_CHECK(mpi_errno);
-    }
+    mpi_errno = MPIDI_CH3I_Sockpath_init(MPIR_Process.num_nodes > 1);
+    MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = format_card(pg_rank, card, sizeof(card));
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_PG_SetConnInfo(pg_rank, card);

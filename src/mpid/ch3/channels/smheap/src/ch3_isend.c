@@ -52,10 +52,12 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
     return n == 0;
 }
 
-/* A VC to a process of another job gets its outbound ring at its first message. */
-static inline int ensure_out_ring(MPIDI_VC_t * vc)
+/* A VC to a process of another job gets its path at its first message: an outbound ring
+ * (a link) if the process is on our node, else its socket (vc->ch.remote). */
+static inline int choose_path(MPIDI_VC_t * vc)
 {
-    if (likely(vc->ch.out.ring != NULL))
+    if (likely(vc->ch.out.ring != NULL || vc->ch.remote) ||
+        vc->state == MPIDI_VC_STATE_MORIBUND)
         return MPI_SUCCESS;
     return MPIDI_CH3I_Link_open_outbox(vc);
 }
@@ -220,6 +222,8 @@ int MPIDI_CH3_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, in
     int n_rest = n_iov;
 
     MPIR_FUNC_ENTER;
+    mpi_errno = choose_path(vc);
+    MPIR_ERR_CHECK(mpi_errno);
     if (vc->ch.remote) {
         mpi_errno = MPIDI_CH3I_Sockpath_iSendv(vc, sreq, iov, n_iov);
         goto fn_exit;
@@ -235,8 +239,6 @@ int MPIDI_CH3_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, in
         goto fn_exit;
     }
 
-    mpi_errno = ensure_out_ring(vc);
-    MPIR_ERR_CHECK(mpi_errno);
     if (MPIDI_CH3I_Sendq_empty(vc) && MPIDI_CH3I_Writev(vc, &rest, &n_rest) &&
         sreq->dev.OnDataAvail == NULL) {
         /* the common case: all in the ring, nothing more to do for this request */
@@ -275,6 +277,8 @@ static int start_msg_slowly(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
     int n_rest = n_iov;
     MPIR_Request *sreq;
 
+    mpi_errno = choose_path(vc);
+    MPIR_ERR_CHECK(mpi_errno);
     if (vc->ch.remote)
         return MPIDI_CH3I_Sockpath_iStartMsgv(vc, iov, n_iov, sreq_ptr);
     copy_iov(local, iov, n_iov);
@@ -290,8 +294,6 @@ static int start_msg_slowly(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
         goto fn_exit;
     }
 
-    mpi_errno = ensure_out_ring(vc);
-    MPIR_ERR_CHECK(mpi_errno);
     if (MPIDI_CH3I_Sendq_empty(vc) && MPIDI_CH3I_Writev(vc, &rest, &n_rest))
         goto fn_exit;   /* all in the ring: no request needed */
 

@@ -1,6 +1,6 @@
 /*
  * ch3:smheap -- links: connections to processes of other jobs (spawned, connecting or
- * accepting ones).
+ * accepting ones) on this node.
  *
  * Those processes map neither our node segment nor our heap, so messages to them travel
  * through rings in a segment made for the connection: a memfd that the process opening
@@ -9,6 +9,13 @@
  * connections from its progress engine.  Nothing is written to /dev/shm; a segment goes
  * when both processes have unmapped it.  Data always moves by copy over links: a heap
  * pointer means nothing in another job, so ch3's own rendezvous runs on these VCs.
+ *
+ * A link needs the other process on our node: the same kernel and network namespace (for
+ * the abstract socket), and the same host name (what launchers and MPICH's node map call
+ * a node; simulated nodes on one machine each have their own).  The business card carries
+ * a node identity made of those three; a process of another job with a different one is
+ * reached through its socket instead (ch3_sock.c), as a rank of our job on another node
+ * is.
  *
  * Two kinds of segment:
  *  - a port link (MPIDI_CH3_Connect_to_root): two rings, one each way, for the temporary
@@ -46,6 +53,7 @@
 #define LINK_CELL_PAYLOAD (32 * 1024)
 #define LINK_HEADER_BYTES 4096
 #define LINK_BC_KEY "smheap_link"
+#define NODE_BC_KEY "smheap_node"
 #define LISTEN_POLL_INTERVAL 1024
 
 enum { HELLO_PORT = 1, HELLO_OUTBOX = 2 };
@@ -82,6 +90,7 @@ typedef struct smheap_link {
 
 static int listen_fd = -1;
 static char my_addr[96];        /* abstract socket name, without the leading NUL */
+static char my_node[96];        /* node identity, see node_identity() */
 static smheap_link_t *links;    /* every mapped link, live or retired */
 static smheap_link_t *pending;  /* accepted outboxes whose VC we cannot name yet */
 static int retired;             /* links waiting to be unmapped */
@@ -119,17 +128,65 @@ static void set_abstract_addr(struct sockaddr_un *sa, socklen_t * len, const cha
 /* ------------------------------------------------------------------------------------ */
 /* Set-up                                                                               */
 
-/* Our address, for the business card ch3 hands to the processes we connect or accept. */
+/* Our address and node, for the business card ch3 hands to the processes we connect or
+ * accept. */
 int MPIDI_CH3I_Link_add_card(char **card, int *room)
 {
     int mpi_errno = MPI_SUCCESS;
 
     MPIR_ERR_CHKANDJUMP(MPL_str_add_string_arg(card, room, LINK_BC_KEY, my_addr) !=
-                        MPL_SUCCESS, mpi_errno, MPI_ERR_OTHER, "**buscard_len");
+                        MPL_SUCCESS ||
+                        MPL_str_add_string_arg(card, room, NODE_BC_KEY, my_node) != MPL_SUCCESS,
+                        mpi_errno, MPI_ERR_OTHER, "**buscard_len");
   fn_exit:
     return mpi_errno;
   fn_fail:
     goto fn_exit;
+}
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ c[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* What two processes must share for a link: the kernel (its boot id), the network
+ * namespace (abstract sockets belong to one) and the host name.  When a part cannot be
+ * read, the identity is ours alone (sockets then reach everybody). */
+static void node_identity(char *id, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    char boot_id[64] = "", host[256] = "";
+    struct stat net;
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+    if (f) {
+        if (fgets(boot_id, sizeof(boot_id), f) == NULL)
+            boot_id[0] = '\0';
+        fclose(f);
+    }
+    if (boot_id[0] == '\0' || gethostname(host, sizeof(host) - 1) != 0 ||
+        stat("/proc/self/ns/net", &net) != 0) {
+        snprintf(id, len, "%s", my_addr);     /* pid and clock: nobody else's */
+        return;
+    }
+    h = fnv1a(h, boot_id, strlen(boot_id));
+    h = fnv1a(h, host, strlen(host));
+    h = fnv1a(h, &net.st_dev, sizeof(net.st_dev));
+    h = fnv1a(h, &net.st_ino, sizeof(net.st_ino));
+    snprintf(id, len, "%016llx", (unsigned long long) h);
+}
+
+/* A business card or port name of a process we can link to: one on our node. */
+int MPIDI_CH3I_Link_reaches(const char *card)
+{
+    char node[sizeof(my_node)];
+
+    return MPL_str_get_string_arg(card, NODE_BC_KEY, node, sizeof(node)) == MPL_SUCCESS &&
+        strcmp(node, my_node) == 0;
 }
 
 /* Listen on an abstract socket named after us (our business card names it). */
@@ -147,6 +204,7 @@ int MPIDI_CH3I_Link_init(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     snprintf(my_addr, sizeof(my_addr), "smheap-link-%u-%d-%lld%09ld", (unsigned) geteuid(),
              (int) getpid(), (long long) ts.tv_sec, ts.tv_nsec);
+    node_identity(my_node, sizeof(my_node));
     set_abstract_addr(&sa, &sa_len, my_addr);
     MPIR_ERR_CHKANDJUMP2(bind(listen_fd, (struct sockaddr *) &sa, sa_len) != 0 ||
                          listen(listen_fd, SOMAXCONN) != 0, mpi_errno, MPI_ERR_OTHER,
@@ -396,8 +454,9 @@ static int open_link(const char *addr, smheap_link_hello_t * hello, int nrings,
     goto fn_exit;
 }
 
-/* The temporary VC of MPI_Comm_connect: a port link to the process that opened the port.
- * ch3 then runs its connect/accept handshake over it (and times it out). */
+/* The temporary VC of MPI_Comm_connect: a port link to the process that opened the port
+ * if it is on our node, else a socket connection to it.  ch3 then runs its connect/accept
+ * handshake over it (and times it out). */
 int MPIDI_CH3_Connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -409,6 +468,10 @@ int MPIDI_CH3_Connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc)
     MPIR_FUNC_ENTER;
 
     *new_vc = NULL;
+    if (!MPIDI_CH3I_Link_reaches(port_name)) {
+        mpi_errno = MPIDI_CH3I_Sockpath_connect_to_root(port_name, new_vc);
+        goto fn_exit;
+    }
     mpi_errno = addr_from_card(port_name, addr, sizeof(addr));
     MPIR_ERR_CHECK(mpi_errno);
     hello.kind = HELLO_PORT;
@@ -433,7 +496,8 @@ int MPIDI_CH3_Connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc)
     goto fn_exit;
 }
 
-/* The first message to a process of another job on this VC: make our outbox to it. */
+/* The first message to a process of another job on this VC: make our outbox to it if it
+ * is on our node, else send through its socket. */
 int MPIDI_CH3I_Link_open_outbox(MPIDI_VC_t * vc)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -448,6 +512,10 @@ int MPIDI_CH3I_Link_open_outbox(MPIDI_VC_t * vc)
     MPIR_Assert(vc->pg != NULL && vc->pg != MPIDI_Process.my_pg);
     mpi_errno = MPIDI_PG_GetConnString(vc->pg, vc->pg_rank, card, sizeof(card));
     MPIR_ERR_CHECK(mpi_errno);
+    if (!MPIDI_CH3I_Link_reaches(card)) {
+        MPIDI_CH3I_Sockpath_adopt(vc);
+        goto fn_exit;
+    }
     mpi_errno = addr_from_card(card, addr, sizeof(addr));
     MPIR_ERR_CHECK(mpi_errno);
 
@@ -646,12 +714,14 @@ int MPIDI_CH3I_Link_poll(int *made_progress)
     goto fn_exit;
 }
 
-/* Look for new links, now and then (a syscall), or now if `now`. */
-int MPIDI_CH3I_Link_poll_listener(int now)
+/* Look for new links, now and then (a syscall), or now if `now`; *looked says whether it
+ * was time (the socket listener is looked at as often, see ch3_progress.c). */
+int MPIDI_CH3I_Link_poll_listener(int now, int *looked)
 {
     int mpi_errno = MPI_SUCCESS;
 
-    if (!now && ++listen_ticks < LISTEN_POLL_INTERVAL)
+    *looked = now || ++listen_ticks >= LISTEN_POLL_INTERVAL;
+    if (!*looked)
         return MPI_SUCCESS;
     listen_ticks = 0;
     if (listen_fd < 0)

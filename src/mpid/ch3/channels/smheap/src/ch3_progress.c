@@ -276,6 +276,20 @@ static int push_pending_sends(int *made_progress)
     goto fn_exit;
 }
 
+/* A process of another job may connect to us once our card was handed out (a port, or
+ * our job's connection strings sent to a job we connected to: MPIDI_CH3I_Link_active).
+ * Nothing rings us for it: look at the listeners now and then, or now if `now`.  The
+ * socket one matters only while no socket is in use (then the sockets are polled anyway). */
+static int look_for_connections(int now)
+{
+    int mpi_errno, looked;
+
+    mpi_errno = MPIDI_CH3I_Link_poll_listener(now, &looked);
+    if (mpi_errno == MPI_SUCCESS && looked)
+        mpi_errno = MPIDI_CH3I_Sockpath_poll_listener();
+    return mpi_errno;
+}
+
 /* One look at everything that may need us.  The inbox comes last, so that a caller whose
  * request completes there goes back to it at once. */
 static int poll_once(int *made_progress)
@@ -290,7 +304,7 @@ static int poll_once(int *made_progress)
     }
     if (MPIDI_CH3I_Link_active && !recv_nesting) {
         MPIDI_CH3I_Link_reap();
-        mpi_errno = MPIDI_CH3I_Link_poll_listener(FALSE);
+        mpi_errno = look_for_connections(FALSE);
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (MPIDI_CH3I_Sockpath_active &&
@@ -380,7 +394,7 @@ static int arm_bells(bell_set_t * set)
     if (MPIDI_CH3I_Link_active) {
         /* a new connection cannot ring us: look now (and the sleep is bounded) */
         if (!recv_nesting)
-            mpi_errno = MPIDI_CH3I_Link_poll_listener(TRUE);
+            mpi_errno = look_for_connections(TRUE);
         set->n += MPIDI_CH3I_Link_bells(set->bells + 1, SMHEAP_DOORBELL_MAX_WAIT - 1);
     }
     for (int i = 0; i < set->n; i++) {

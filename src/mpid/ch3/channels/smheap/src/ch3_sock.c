@@ -7,11 +7,18 @@
  * for every VC: queue sends behind the connection and turn socket events into ch3 packet
  * and request handling.
  *
- * The rings stay the path between ranks of a node.  The progress engine polls the sockets
- * every SOCK_POLL_INTERVAL rounds and before it sleeps; an idle rank then sleeps in poll()
- * on the sockets and on a datagram socket named in its doorbells, so that a local peer's
- * ring (which sends that socket a byte when its owner sleeps) and a remote packet both
- * wake it.
+ * The same path serves processes of other jobs on other nodes (spawned, connected,
+ * joined): their VCs come here when the node identity in their business card is not ours
+ * (ch3_link.c), and a port of ours names our listener as well as our link address.
+ *
+ * Every process listens, as under ch3:sock and nemesis, since a process of a later job may
+ * have to reach it; but until a connection is made (MPIDI_CH3I_Sockpath_active unset) the
+ * sockets cost a job on one node nothing: the listener is looked at only as often as the
+ * links' one (MPIDI_CH3I_Sockpath_poll_listener).  Once a connection is in use the progress
+ * engine polls the sockets every SOCK_POLL_INTERVAL rounds and before it sleeps; an idle
+ * rank then sleeps in poll() on the sockets and on a datagram socket named in its
+ * doorbells, so that a local peer's ring (which sends that socket a byte when its owner
+ * sleeps) and a remote packet both wake it.
  */
 
 #include "mpidi_ch3_impl.h"
@@ -23,6 +30,7 @@
 
 MPIDI_CH3I_Sock_set_t MPIDI_CH3I_sock_set;     /* util/sock connects through this set */
 int MPIDI_CH3I_Sockpath_active;
+static int sockpath_open;       /* the set, the listener and the wake socket are there */
 
 static int wake_fd = -1;        /* our doorbells' datagram socket */
 static MPIDI_CH3I_Sock_t wake_sock;
@@ -67,7 +75,8 @@ static int open_wake_socket(void)
     goto fn_exit;
 }
 
-int MPIDI_CH3I_Sockpath_init(void)
+/* spans_nodes: ranks of our job are on other nodes, so the sockets are in use at once. */
+int MPIDI_CH3I_Sockpath_init(int spans_nodes)
 {
     int mpi_errno = MPI_SUCCESS;
 
@@ -81,7 +90,8 @@ int MPIDI_CH3I_Sockpath_init(void)
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = open_wake_socket();
     MPIR_ERR_CHECK(mpi_errno);
-    MPIDI_CH3I_Sockpath_active = 1;
+    sockpath_open = 1;
+    MPIDI_CH3I_Sockpath_active = spans_nodes;
 
   fn_exit:
     MPIR_FUNC_EXIT;
@@ -93,7 +103,7 @@ int MPIDI_CH3I_Sockpath_init(void)
 /* Our listener's address, for the business card the job publishes. */
 int MPIDI_CH3I_Sockpath_add_card(int pg_rank, char **card, int *room)
 {
-    if (!MPIDI_CH3I_Sockpath_active)
+    if (!sockpath_open)
         return MPI_SUCCESS;
     return MPIDI_CH3U_Get_business_card_sock(pg_rank, card, room);
 }
@@ -113,8 +123,9 @@ int MPIDI_CH3I_Sockpath_finalize(void)
 
     MPIR_FUNC_ENTER;
 
-    if (!MPIDI_CH3I_Sockpath_active)
+    if (!sockpath_open)
         goto fn_exit;
+    MPIDI_CH3I_Sockpath_active = 1;     /* the listener's close is an event to wait for */
     mpi_errno = MPIDU_CH3I_ShutdownListener();
     MPIR_ERR_CHECK(mpi_errno);
     /* the wake socket is closed with the others; it has no connection to close */
@@ -130,10 +141,38 @@ int MPIDI_CH3I_Sockpath_finalize(void)
     MPIDI_CH3I_Sock_destroy_set(MPIDI_CH3I_sock_set);
     MPIDI_CH3I_Sock_finalize();
     wake_fd = -1;
+    sockpath_open = 0;
     MPIDI_CH3I_Sockpath_active = 0;
 
   fn_exit:
     MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* A VC of another job on another node (its card names another node): it sends through its
+ * socket from now on, connecting at its first message. */
+void MPIDI_CH3I_Sockpath_adopt(MPIDI_VC_t * vc)
+{
+    vc->ch.remote = TRUE;
+    MPIDI_CH3I_Sockpath_active = 1;
+}
+
+/* The temporary VC of MPI_Comm_connect to a port on another node: ch3's socket utilities
+ * connect to the listener the port names and tell it which port. */
+int MPIDI_CH3I_Sockpath_connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    MPIR_ERR_CHKANDJUMP1(!sockpath_open, mpi_errno, MPI_ERR_PORT, "**smheap_link_card",
+                         "**smheap_link_card %s", port_name);
+    mpi_errno = MPIDI_CH3I_Connect_to_root_sock(port_name, new_vc);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_connects, 1);
+    MPIDI_CH3I_Sockpath_adopt(*new_vc);
+
+  fn_exit:
     return mpi_errno;
   fn_fail:
     goto fn_exit;
@@ -636,6 +675,22 @@ static int handle_wakeup(void)
     return MPIDI_CH3I_Sock_post_read(wake_sock, &wake_byte, 1, 1, NULL);
 }
 
+/* A packet of the connection set-up.  A VC the connection is given to (a process of our
+ * job or another one that connected to us, a temporary VC of a port) is remote from now on,
+ * whether or not it has sent anything itself. */
+static int handle_connection_setup(MPIDI_CH3I_Connection_t * conn)
+{
+    int mpi_errno;
+
+    if (conn->state == CONN_STATE_OPEN_LRECV_DATA)
+        mpi_errno = MPIDI_CH3_Sockconn_handle_connopen_event(conn);
+    else
+        mpi_errno = MPIDI_CH3_Sockconn_handle_conn_event(conn);
+    if (mpi_errno == MPI_SUCCESS && conn->vc && conn->vc->ch.conn == conn)
+        conn->vc->ch.remote = TRUE;
+    return mpi_errno;
+}
+
 static int handle_read(MPIDI_CH3I_Sock_event_t * event)
 {
     MPIDI_CH3I_Connection_t *conn = event->user_ptr;
@@ -653,9 +708,7 @@ static int handle_read(MPIDI_CH3I_Sock_event_t * event)
             return handle_buffered(conn, event->num_bytes);
         return handle_packet(conn);
     }
-    if (conn->state == CONN_STATE_OPEN_LRECV_DATA)
-        return MPIDI_CH3_Sockconn_handle_connopen_event(conn);
-    return MPIDI_CH3_Sockconn_handle_conn_event(conn);
+    return handle_connection_setup(conn);
 }
 
 static int handle_event(MPIDI_CH3I_Sock_event_t * event)
@@ -710,8 +763,10 @@ static int handle_event_within(int timeout_ms, int *made_progress)
     }
     mpi_errno = handle_event(&event);
     MPIR_ERR_CHECK(mpi_errno);
-    if (event.user_ptr != &wake_fd)
+    if (event.user_ptr != &wake_fd) {
         *made_progress = TRUE;
+        MPIDI_CH3I_Sockpath_active = 1;        /* a connection came: the sockets are in use */
+    }
 
   fn_exit:
     handling = 0;
@@ -723,6 +778,16 @@ static int handle_event_within(int timeout_ms, int *made_progress)
 int MPIDI_CH3I_Sockpath_poll(int *made_progress)
 {
     return handle_event_within(0, made_progress);
+}
+
+/* While no socket is in use: has a process of another node connected to our listener? */
+int MPIDI_CH3I_Sockpath_poll_listener(void)
+{
+    int made_progress = FALSE;
+
+    if (!sockpath_open || MPIDI_CH3I_Sockpath_active)
+        return MPI_SUCCESS;
+    return handle_event_within(0, &made_progress);
 }
 
 /* Sleep until a socket has something or a doorbell of ours is rung (at most timeout_ms).

@@ -1,16 +1,19 @@
-/* Messages between jobs go through links (ch3_link.c), never through the node segment or
- * the shared heap, and links leave nothing behind:
+/* Messages between jobs go through links (ch3_link.c) to processes on the same node and
+ * through sockets (ch3_sock.c) to processes on other nodes, never through the node segment
+ * or the shared heap, and links leave nothing behind:
  *   - the parents spawn NCHILD children; every parent rank sends to every child rank and
  *     back (VCs of another job's group, each connected at its first message) 100 B, 4 KiB
- *     of static data and 4 MiB of heap data (ch3's rendezvous through the link rings), and
- *     checks every byte; no message between the jobs goes single-copy, and every process
- *     opened and accepted links (MPI_T counters);
+ *     of static data and 4 MiB of heap data (ch3's rendezvous), and checks every byte; no
+ *     message between the jobs goes single-copy; every process opened and accepted a link
+ *     for each process of the other job on its host, and sent through sockets exactly when
+ *     some are on other hosts (MPI_T counters);
  *   - the merged intracommunicator spans both jobs: Allreduce, a 1 MiB Bcast from a child
  *     and Allgather are right and do not use the shared-heap collectives;
  *   - after MPI_Comm_disconnect no link segment stays mapped, in either job;
- *   - then CYCLES times: the children connect to a port the parents opened, the same
- *     exchange, disconnect (so the VCs are closed and made anew each time, and every
- *     connection starts from nothing); again nothing stays mapped after each. */
+ *   - then CYCLES times: the children connect to a port the parents opened (on another
+ *     node, through the listener the port names), the same exchange, disconnect (so the
+ *     VCs are closed and made anew each time, and every connection starts from nothing);
+ *     again nothing stays mapped after each. */
 #include <stdlib.h>
 #include <string.h>
 #include "../include/smheap_test.h"
@@ -98,6 +101,51 @@ static int exchange(MPI_Comm inter, int seed_base)
     return errs;
 }
 
+/* How many processes of the other job run on this process's host. */
+static int peers_on_my_host(MPI_Comm inter)
+{
+    char name[MPI_MAX_PROCESSOR_NAME] = "";
+    int len, rsize, n = 0;
+
+    MPI_Get_processor_name(name, &len);
+    MPI_Comm_remote_size(inter, &rsize);
+    char (*all)[MPI_MAX_PROCESSOR_NAME] = calloc(rsize, sizeof(*all));
+    MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME,
+                  MPI_CHAR, inter);
+    for (int r = 0; r < rsize; r++)
+        n += strcmp(all[r], name) == 0;
+    free(all);
+    return n;
+}
+
+/* The first exchange took links to the other job's processes on our host and sockets to
+ * the others. */
+static int paths_by_host(int rsize, int local, unsigned long long remote_msgs)
+{
+    unsigned long long sent_remote = pvar_value("smheap_remote_msgs") - remote_msgs;
+    int errs = 0;
+
+    /* our outbox to each process on our host, and its outbox to us */
+    if (pvar_value("smheap_links_opened") < (unsigned long long) local ||
+        pvar_value("smheap_links_accepted") < (unsigned long long) local) {
+        fprintf(stderr, "links opened %llu, accepted %llu; expected at least %d each\n",
+                pvar_value("smheap_links_opened"), pvar_value("smheap_links_accepted"), local);
+        errs++;
+    }
+    if (mapped_links() < local) {
+        fprintf(stderr, "only %d link segments mapped while connected to %d processes here\n",
+                mapped_links(), local);
+        errs++;
+    }
+    /* three messages to every process elsewhere, none through a socket otherwise */
+    if (local < rsize ? sent_remote < 3ULL * (rsize - local) : sent_remote != 0) {
+        fprintf(stderr, "%llu messages through sockets to %d processes on other hosts\n",
+                sent_remote, rsize - local);
+        errs++;
+    }
+    return errs;
+}
+
 /* Collectives on the intracommunicator of both jobs. */
 static int merged_collectives(MPI_Comm inter, int is_child)
 {
@@ -175,9 +223,9 @@ static int connect_cycles(const char *port, int is_child)
 int main(int argc, char **argv)
 {
     MPI_Comm parent, inter;
-    int errs = 0, prov, is_child, wrank, wsize, rsize;
+    int errs = 0, prov, is_child, wrank, wsize, rsize, local;
     char port[MPI_MAX_PORT_NAME] = "";
-    unsigned long long single_before, shared_before;
+    unsigned long long single_before, shared_before, remote_before;
 
     MPI_Init(&argc, &argv);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &prov);
@@ -191,27 +239,18 @@ int main(int argc, char **argv)
         MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, NCHILD, MPI_INFO_NULL, 0, MPI_COMM_WORLD,
                        &inter, MPI_ERRCODES_IGNORE);
     MPI_Comm_remote_size(inter, &rsize);
+    local = peers_on_my_host(inter);
 
     single_before = pvar_value("smheap_single_copy_msgs");
     shared_before = pvar_value("smheap_shared_copy_msgs");
+    remote_before = pvar_value("smheap_remote_msgs");
     errs += exchange(inter, 0);
     if (pvar_value("smheap_single_copy_msgs") != single_before ||
         pvar_value("smheap_shared_copy_msgs") != shared_before) {
         fprintf(stderr, "a message to another job went single-copy\n");
         errs++;
     }
-    /* our outbox to each remote rank, and theirs to us */
-    if (pvar_value("smheap_links_opened") < (unsigned long long) rsize ||
-        pvar_value("smheap_links_accepted") < (unsigned long long) rsize) {
-        fprintf(stderr, "links opened %llu, accepted %llu; expected at least %d each\n",
-                pvar_value("smheap_links_opened"), pvar_value("smheap_links_accepted"), rsize);
-        errs++;
-    }
-    if (mapped_links() < rsize) {
-        fprintf(stderr, "only %d link segments mapped while connected to %d processes\n",
-                mapped_links(), rsize);
-        errs++;
-    }
+    errs += paths_by_host(rsize, local, remote_before);
     errs += merged_collectives(inter, is_child);
 
     /* the parents' port, for the cycles */
