@@ -24,6 +24,9 @@ typedef struct smheap_coll_slot {
     void *dst;                  /* where peers may write for it, likewise */
     uint64_t bytes;             /* how much src holds, where peers must check it */
     uint64_t failed;            /* first step of the last call this rank left early */
+    int carried;                /* the MPICH errflag a Bcast root brought into the call (an
+                                 * earlier step of a two-level collective failed): its
+                                 * readers report it too */
 } smheap_coll_slot_t;
 
 typedef struct smheap_coll_ctrl {

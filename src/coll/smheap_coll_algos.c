@@ -118,7 +118,8 @@ static void leave_failed(smheap_coll_comm_t * cc, int me, MPIR_Errflag_t * errfl
 {
     uint64_t reached = atomic_load_explicit(&slot(cc, me)->step, memory_order_relaxed);
 
-    *errflag = MPIR_ERR_OTHER;
+    if (*errflag == MPIR_ERR_NONE)
+        *errflag = MPIR_ERR_OTHER;
     if (cc->call_next > cc->call_first && reached >= cc->call_next - 1)
         return;         /* every peer is past this rank already */
     slot(cc, me)->failed = cc->call_first;
@@ -235,18 +236,28 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
         mpi_errno = readable(cc, v, 0, 0, &src);
         MPIR_ERR_CHECK(mpi_errno);
         slot(cc, me)->bytes = v.bytes;
+        slot(cc, me)->carried = *errflag;
         offer(cc, me, src, NULL, offered);
         reach(cc, me, copied);
         WAIT_ALL(cc, comm->local_size, copied);
     } else {
         uint64_t sent;
+        int carried;
 
         WAIT(cc, root, offered);
         sent = slot(cc, root)->bytes;
+        carried = slot(cc, root)->carried;
         if (sent == v.bytes)
             mpi_errno = unpack_into(v, slot(cc, root)->src, v.bytes, 0);
         reach(cc, me, copied);
         MPIR_ERR_CHECK(mpi_errno);
+        /* the data came, and so does the root's error (as MPICH's error tags pass it on) */
+        if (carried != MPIR_ERR_NONE && *errflag == MPIR_ERR_NONE) {
+            *errflag = carried;
+            if (carried == MPIR_ERR_PROC_FAILED)
+                MPIR_ERR_SETANDJUMP(mpi_errno, MPIX_ERR_PROC_FAILED, "**coll_fail");
+            MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**coll_fail");
+        }
         /* as MPICH's own Bcast reports it: every rank still took part */
         if (sent != v.bytes) {
             *errflag = MPIR_ERR_OTHER;

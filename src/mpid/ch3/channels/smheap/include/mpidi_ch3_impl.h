@@ -12,6 +12,9 @@
 #include "smheap_mpit.h"
 #include "ch3usock.h"
 
+/* Set-up (ch3_init.c) */
+void MPIDI_CH3I_Free_node_map(void);
+
 /* Progress engine (ch3_progress.c) */
 int MPIDI_CH3I_Progress_init(void);
 int MPIDI_CH3I_Progress_finalize(void);

@@ -67,8 +67,8 @@ typedef struct MPIDI_CH3I_VC {
     char *rbuf;                 /* bytes read ahead of their packets' handling */
     size_t rbuf_len;            /* a partial packet header kept at its start */
     int rbuf_posted;            /* the socket's posted read goes into rbuf */
-    int recv_in_pieces;         /* the posted data read reports every read (see ch3_sock.c) */
-    int send_in_pieces;         /* the posted data write reports every write */
+    int recv_piece;             /* how the posted data read was cut (see ch3_sock.c) */
+    int send_piece;             /* how the posted data write was cut */
 } MPIDI_CH3I_VC;
 
 #define MPIDI_CH3_VC_DECL struct MPIDI_CH3I_VC ch;

@@ -22,6 +22,7 @@ int MPIDI_CH3_Finalize(void)
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Smheap_queue_finalize();
     MPIR_ERR_CHECK(mpi_errno);
+    MPIDI_CH3I_Free_node_map();
 
   fn_exit:
     MPIR_FUNC_EXIT;

@@ -100,6 +100,14 @@ static int map_node_ranks(int size)
     goto fn_exit;
 }
 
+/* MPIDI_CH3_Finalize: no VC of our job is made after this. */
+void MPIDI_CH3I_Free_node_map(void)
+{
+    MPL_free(node_rank_of);
+    node_rank_of = NULL;
+    channel_initialized = 0;
+}
+
 int MPIDI_CH3I_Smheap_node_rank(MPIR_Comm * comm, int rank)
 {
     return comm->dev.vcrt->vcr_table[rank]->ch.node_rank;
@@ -186,8 +194,8 @@ int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
     vc->ch.rbuf = NULL;
     vc->ch.rbuf_len = 0;
     vc->ch.rbuf_posted = FALSE;
-    vc->ch.recv_in_pieces = FALSE;
-    vc->ch.send_in_pieces = FALSE;
+    vc->ch.recv_piece = -1;
+    vc->ch.send_piece = -1;
     vc->ch.sendq_tail = NULL;
     vc->ch.pending_next = vc->ch.pending_prev = NULL;
     vc->ch.on_pending_list = FALSE;

@@ -245,21 +245,57 @@ static int request_written(MPIDI_VC_t * vc, MPIR_Request * sreq, int *complete)
     return reqFn(vc, sreq, complete);
 }
 
-/* Post the write of what sreq has left.  The socket layer reports a posted transfer only
+/* A transfer is posted a piece at a time.  The socket layer reports a posted transfer only
  * once it is whole, so a big one would look to the progress engine like no progress at all:
  * the rank would go to sleep in the middle of it and each segment would have to wake it (a
  * receiver asleep costs its sender a wake-up per segment: 15-20 % of the bandwidth).  A
- * contiguous rest, the common case of a big message, is therefore posted to report every
- * write that moves some of it. */
+ * piece is either the rest of an entry of at least PIECE_BYTES, reported at every read or
+ * write that moves some of it (piece 0), or as many leading entries as make less than
+ * PIECE_BYTES together, reported when all of them moved (piece = their number).  -1: the
+ * transfer was posted whole (ch3's socket utilities post the first write of a new
+ * connection themselves). */
+#define PIECE_BYTES (64 * 1024)
+
+static int next_piece(const struct iovec *iov, int n)
+{
+    size_t sum = 0;
+    int k = 0;
+
+    if (iov[0].iov_len >= PIECE_BYTES)
+        return 0;
+    while (k < n && sum + iov[k].iov_len < PIECE_BYTES)
+        sum += iov[k++].iov_len;
+    return k;
+}
+
+/* nb bytes of the posted piece moved: drop what is done from the front of iov[0..*n), and
+ * say whether anything is left to post. */
+static int piece_moved(struct iovec *iov, int *n, int *piece, size_t nb)
+{
+    int done = *piece;
+
+    if (done == 0) {
+        iov[0].iov_base = (char *) iov[0].iov_base + nb;
+        iov[0].iov_len -= nb;
+        done = iov[0].iov_len == 0;
+    }
+    memmove(iov, iov + done, (*n - done) * sizeof(*iov));
+    *n -= done;
+    *piece = -1;
+    return *n > 0;
+}
+
+/* Post the write of the next piece of what sreq has left. */
 static int post_send_data(MPIDI_CH3I_Connection_t * conn, MPIR_Request * sreq)
 {
     struct iovec *iov = sreq->dev.iov;
+    int piece = next_piece(iov, sreq->dev.iov_count);
 
     conn->send_active = sreq;
-    conn->vc->ch.send_in_pieces = (sreq->dev.iov_count == 1);
-    if (conn->vc->ch.send_in_pieces)
+    conn->vc->ch.send_piece = piece;
+    if (piece == 0)
         return MPIDI_CH3I_Sock_post_write(conn->sock, iov[0].iov_base, 1, iov[0].iov_len, NULL);
-    return MPIDI_CH3I_Sock_post_writev(conn->sock, iov, sreq->dev.iov_count, NULL);
+    return MPIDI_CH3I_Sock_post_writev(conn->sock, iov, piece, NULL);
 }
 
 /* Start writing the queue's head, if the connection is up and not already writing. */
@@ -464,25 +500,17 @@ static int call_handler(MPIDI_CH3I_Connection_t * conn, char *buf, size_t len, s
     goto fn_exit;
 }
 
-/* Post the read of the rest of rreq's data: as the writes of post_send_data, a contiguous
- * rest reports every read that brings some of it. */
+/* Post the read of the next piece of rreq's data (see post_send_data). */
 static int post_recv_data(MPIDI_CH3I_Connection_t * conn, MPIR_Request * rreq)
 {
     struct iovec *iov = rreq->dev.iov;
+    int piece = next_piece(iov, rreq->dev.iov_count);
 
     conn->recv_active = rreq;
-    conn->vc->ch.recv_in_pieces = (rreq->dev.iov_count == 1);
-    if (conn->vc->ch.recv_in_pieces)
+    conn->vc->ch.recv_piece = piece;
+    if (piece == 0)
         return MPIDI_CH3I_Sock_post_read(conn->sock, iov[0].iov_base, 1, iov[0].iov_len, NULL);
-    return MPIDI_CH3I_Sock_post_readv(conn->sock, iov, rreq->dev.iov_count, NULL);
-}
-
-/* nb bytes of a transfer posted in pieces went: is there more of it? */
-static int piece_moved(struct iovec *iov, size_t nb)
-{
-    iov->iov_base = (char *) iov->iov_base + nb;
-    iov->iov_len -= nb;
-    return iov->iov_len > 0;
+    return MPIDI_CH3I_Sock_post_readv(conn->sock, iov, piece, NULL);
 }
 
 /* Read what the socket holds of rreq's iov; complete the request (or let ch3 reload the
@@ -601,9 +629,10 @@ static int handle_data(MPIDI_CH3I_Connection_t * conn, size_t nb)
     MPIR_Request *rreq = conn->recv_active;
     int complete;
 
-    if (conn->vc->ch.recv_in_pieces && piece_moved(&rreq->dev.iov[0], nb))
+    if (conn->vc->ch.recv_piece >= 0 &&
+        piece_moved(rreq->dev.iov, &rreq->dev.iov_count, &conn->vc->ch.recv_piece, nb))
         return post_recv_data(conn, rreq);
-    conn->vc->ch.recv_in_pieces = FALSE;
+    conn->vc->ch.recv_piece = -1;
     mpi_errno = request_written(conn->vc, rreq, &complete);
     MPIR_ERR_CHECK(mpi_errno);
     if (complete) {
@@ -645,10 +674,10 @@ static int handle_written(MPIDI_CH3I_Connection_t * conn, size_t nb)
 
     if (sreq == NULL)   /* a connection set-up packet */
         return MPIDI_CH3_Sockconn_handle_connwrite(conn);
-    /* ch3's socket utilities post the first write of a new connection themselves */
-    if (vc->ch.send_in_pieces && piece_moved(&sreq->dev.iov[0], nb))
+    if (vc->ch.send_piece >= 0 &&
+        piece_moved(sreq->dev.iov, &sreq->dev.iov_count, &vc->ch.send_piece, nb))
         return post_send_data(conn, sreq);
-    vc->ch.send_in_pieces = FALSE;
+    vc->ch.send_piece = -1;
     mpi_errno = request_written(vc, sreq, &complete);
     MPIR_ERR_CHECK(mpi_errno);
     conn->send_active = NULL;
