@@ -89,7 +89,7 @@ else
     (cd "$obj/util" && make -s > /dev/null 2>&1) || { echo "cannot build test/mpi/util" >&2; exit 2; }
 fi
 case "$dirs" in
-    ci) dirs="attr coll comm datatype errhan group info init pt2pt topo spawn" ;;
+    ci) dirs="attr coll comm datatype errhan group info init pt2pt topo spawn part threads/part" ;;
     all) dirs=$(grep -v '^#' "$rundir/testlist" | grep -v '^ *$' | tr '\n' ' ') ;;
 esac
 

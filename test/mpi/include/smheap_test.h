@@ -97,18 +97,24 @@ static inline int spans_nodes(MPI_Comm comm)
     return !all;
 }
 
-/* MPIR_CVAR_CH3_SMHEAP_ENABLE as MPICH read it. */
-static inline int heap_enabled(void)
+/* An integer or boolean CVAR as MPICH read it, or -1 if there is no such CVAR. */
+static inline int cvar_int(const char *name)
 {
     int idx, count, v = -1;
     MPI_T_cvar_handle h;
 
-    if (MPI_T_cvar_get_index("MPIR_CVAR_CH3_SMHEAP_ENABLE", &idx) != MPI_SUCCESS)
+    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS)
         return -1;
     MPI_T_cvar_handle_alloc(idx, NULL, &h, &count);
     MPI_T_cvar_read(h, &v);
     MPI_T_cvar_handle_free(&h);
     return v;
+}
+
+/* MPIR_CVAR_CH3_SMHEAP_ENABLE as MPICH read it. */
+static inline int heap_enabled(void)
+{
+    return cvar_int("MPIR_CVAR_CH3_SMHEAP_ENABLE");
 }
 
 /* Sum the errors of every rank; rank 0 prints what runtests expects. */

@@ -34,6 +34,7 @@ mpi_core_sources +=                                        \
     src/mpid/ch3/channels/smheap/src/ch3_isend.c           \
     src/mpid/ch3/channels/smheap/src/ch3_link.c            \
     src/mpid/ch3/channels/smheap/src/ch3_mpit.c            \
+    src/mpid/ch3/channels/smheap/src/ch3_part.c            \
     src/mpid/ch3/channels/smheap/src/ch3_progress.c        \
     src/mpid/ch3/channels/smheap/src/ch3_rndv.c            \
     src/mpid/ch3/channels/smheap/src/ch3_sock.c            \

@@ -79,6 +79,10 @@ int MPIDI_CH3I_Smheap_RndvRecv(MPIDI_VC_t * vc, MPIR_Request * rreq);
 int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int arraySize);
 int MPIDI_CH3I_Smheap_eager_max_msg_sz(void);
 
+/* Partitioned communication (src/ch3_part.c): its packets' handlers and progress hook. */
+int MPIDI_CH3I_Smheap_part_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int arraySize);
+int MPIDI_CH3I_Smheap_part_finalize(void);
+
 #define MPIDI_CH3I_Sendq_empty(vc) ((vc)->ch.sendq_head == NULL)
 
 static inline void MPIDI_CH3I_Sendq_append(MPIDI_VC_t * vc, MPIR_Request * sreq)

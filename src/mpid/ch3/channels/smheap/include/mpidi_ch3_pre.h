@@ -81,17 +81,30 @@ struct MPIDI_CH3I_Request {
     /* The counters through which sender and receiver share a single copy (src/ch3_rndv.c):
      * owned by the send request, borrowed by the receive request.  NULL: no sharing. */
     struct smheap_copy_job *copy_job;
+    /* A partitioned request's state (src/ch3_part.c); for a PART_DATA packet's receive,
+     * where its data goes in the message. */
+    struct smheap_part *part;
+    intptr_t part_offset;
 };
 
 #define MPIDI_CH3_REQUEST_DECL struct MPIDI_CH3I_Request ch;
-#define MPIDI_CH3_REQUEST_INIT(req_) ((req_)->ch.peer_buf = NULL, (req_)->ch.copy_job = NULL)
+#define MPIDI_CH3_REQUEST_INIT(req_) \
+    ((req_)->ch.peer_buf = NULL, (req_)->ch.copy_job = NULL, (req_)->ch.part = NULL)
 
-/* The channel's packets: single-copy rendezvous (src/ch3_rndv.c), and the socket
- * connection set-up of ch3's socket utilities (util/sock). */
+/* The channel's packets: single-copy rendezvous (src/ch3_rndv.c), partitioned
+ * communication (src/ch3_part.c), and the socket connection set-up of ch3's socket
+ * utilities (util/sock). */
 #define MPIDI_CH3_PKT_ENUM \
     MPIDI_CH3I_SMHEAP_PKT_RTS, MPIDI_CH3I_SMHEAP_PKT_HELP, MPIDI_CH3I_SMHEAP_PKT_DONE, \
+    MPIDI_CH3I_SMHEAP_PKT_PART_INIT, MPIDI_CH3I_SMHEAP_PKT_PART_CTS, \
+    MPIDI_CH3I_SMHEAP_PKT_PART_DATA, \
     MPIDI_CH3I_PKT_SC_OPEN_REQ, MPIDI_CH3I_PKT_SC_CONN_ACCEPT, MPIDI_CH3I_PKT_SC_OPEN_RESP, \
     MPIDI_CH3I_PKT_SC_CLOSE
+
+/* MPI-4 partitioned communication is the channel's (src/ch3_part.c): ch3 calls
+ * MPIDI_CH3_Part_start from MPID_Startall and MPIDI_CH3_Part_request_free_hook as
+ * MPID_Part_request_free_hook (maint/patches/0004). */
+#define MPIDI_CH3_HAS_PARTITIONED 1
 
 typedef struct MPIDI_CH3I_Progress_state {
     int completion_count;

@@ -18,6 +18,8 @@ int MPIDI_CH3_Finalize(void)
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Sockpath_finalize();
     MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3I_Smheap_part_finalize();
+    MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Progress_finalize();
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Smheap_queue_finalize();

@@ -26,6 +26,8 @@ unsigned long long PVAR_COUNTER_smheap_remote_bytes;
 unsigned long long PVAR_COUNTER_smheap_remote_connects;
 unsigned long long PVAR_COUNTER_smheap_remote_failures;
 unsigned long long PVAR_COUNTER_smheap_remote_wakeups;
+unsigned long long PVAR_COUNTER_smheap_part_in_place;
+unsigned long long PVAR_COUNTER_smheap_part_msgs;
 
 #define FLAGS (MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS)
 
@@ -128,6 +130,11 @@ static void register_messages(void)
             "socket connections this rank opened to processes on other nodes");
     COUNTER(smheap_remote_failures, MPI_T_VERBOSITY_USER_BASIC,
             "socket connections to other nodes that broke before ch3 closed them");
+    COUNTER(smheap_part_in_place, MPI_T_VERBOSITY_USER_BASIC,
+            "partitions of partitioned receives this rank copied in place, straight from "
+            "the sender's buffer in the shared heap");
+    COUNTER(smheap_part_msgs, MPI_T_VERBOSITY_USER_BASIC,
+            "partitions of partitioned sends this rank sent as messages");
 }
 
 static void register_waiting(void)

@@ -577,6 +577,8 @@ int MPIDI_CH3I_Progress_init(void)
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3I_pkt_handlers, PKTARRAY_SIZE);
     MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3I_Smheap_part_init(MPIDI_CH3I_pkt_handlers, PKTARRAY_SIZE);
+    MPIR_ERR_CHECK(mpi_errno);
 
     peer_vcs = MPL_calloc(smheap_queue.nranks, sizeof(MPIDI_VC_t *), MPL_MEM_ADDRESS);
     owed_wake = MPL_malloc(smheap_queue.nranks * sizeof(int), MPL_MEM_ADDRESS);

@@ -477,6 +477,15 @@ static size_t take_buffered(MPIR_Request * rreq, const char *buf, size_t len)
     return taken;
 }
 
+/* ch3's packets, and those of the channel's that may cross nodes (partitioned
+ * communication; the single-copy ones name heap addresses, which mean nothing there). */
+static int travels_on_sockets(int type)
+{
+    return (type >= 0 && type < MPIDI_CH3_PKT_END_CH3) ||
+        type == MPIDI_CH3I_SMHEAP_PKT_PART_INIT || type == MPIDI_CH3I_SMHEAP_PKT_PART_CTS ||
+        type == MPIDI_CH3I_SMHEAP_PKT_PART_DATA;
+}
+
 /* A packet's header is in conn->pkt: call its handler with the len bytes after it in buf;
  * *used: how many of them it took, *rreq: a request for data still to come. */
 static int call_handler(MPIDI_CH3I_Connection_t * conn, char *buf, size_t len, size_t *used,
@@ -485,9 +494,8 @@ static int call_handler(MPIDI_CH3I_Connection_t * conn, char *buf, size_t len, s
     int mpi_errno = MPI_SUCCESS;
     intptr_t buflen = (intptr_t) len;
 
-    MPIR_ERR_CHKANDJUMP1(conn->pkt.type < 0 || conn->pkt.type >= MPIDI_CH3_PKT_END_CH3,
-                         mpi_errno, MPI_ERR_INTERN, "**ch3|sock|badpacket",
-                         "**ch3|sock|badpacket %d", conn->pkt.type);
+    MPIR_ERR_CHKANDJUMP1(!travels_on_sockets(conn->pkt.type), mpi_errno, MPI_ERR_INTERN,
+                         "**ch3|sock|badpacket", "**ch3|sock|badpacket %d", conn->pkt.type);
     *rreq = NULL;
     mpi_errno = MPIDI_CH3I_pkt_handlers[conn->pkt.type] (conn->vc, &conn->pkt,
                                                           len ? buf : NULL, &buflen, rreq);
