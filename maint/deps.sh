@@ -3,8 +3,9 @@
 # jemalloc (the shared heap's engine) from Debian's source packages (the deb-src entry is derived from the machine's own apt sources, so no host
 # name is written here).  Idempotent: a second run does nothing it does not have to.
 #   maint/deps.sh           what the build and the tests need
-#   maint/deps.sh --bench   only what the benchmarks add: Open MPI, gnuplot, Debian's jemalloc
-#                           and mimalloc (bench/p2p, bench/coll, bench/heap)
+#   maint/deps.sh --bench   only what the benchmarks add: Open MPI, Debian's MPICH (ch4),
+#                           gnuplot, Debian's jemalloc and mimalloc (bench/p2p, bench/coll,
+#                           bench/heap, bench/part)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/maint/config.sh"
@@ -15,7 +16,8 @@ need_pkgs=(build-essential autoconf automake libtool pkg-config perl python3 xz-
            dpkg-dev bzip2 libhwloc-dev hwloc valgrind ccache)
 bench_only=no
 if [ "${1:-}" = --bench ]; then
-    need_pkgs=(openmpi-bin libopenmpi-dev gnuplot-nox libjemalloc2 libmimalloc2.0)
+    need_pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev gnuplot-nox libjemalloc2
+               libmimalloc2.0)
     bench_only=yes
 fi
 missing=()

@@ -16,6 +16,7 @@
  * WORK: nanoseconds of extra work per partition before it is ready (default 0), so that the
  * threads finish at different times as in an application.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>

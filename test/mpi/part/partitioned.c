@@ -10,7 +10,7 @@
  * without MPI_Start; bad partition numbers return an error.  The MPI_T counters must say
  * that the partitions went in place exactly when they could (same node, heap on, send
  * buffer in the heap and contiguous, MPIR_CVAR_CH3_SMHEAP_PART_IN_PLACE on), as messages
- * otherwise. */
+ * otherwise; those the sender placed itself are some of those in place. */
 #include <pthread.h>
 #include "../include/smheap_test.h"
 
@@ -20,6 +20,10 @@
 
 enum where { HEAP, STATIC, STACK };
 enum order { FORWARD, REVERSE, RANGE, LIST, THREADS };
+/* who starts first: free-running, the receiver (then the sender places heap data in a heap
+ * receive buffer itself from round 2, once matched), or the sender, which readies every
+ * partition before the receiver starts (then the receiver copies all of them) */
+enum sync { FREE, RECEIVER_FIRST, SENDER_FIRST };
 
 struct pcase {
     const char *what;
@@ -29,6 +33,7 @@ struct pcase {
     int sstride, rstride;       /* 1: contiguous; 2: every other double (a vector type) */
     enum order order;
     int poll;                   /* the receiver polls MPI_Parrived */
+    enum sync sync;
 };
 
 static const struct pcase cases[] = {
@@ -45,6 +50,9 @@ static const struct pcase cases[] = {
     {"vector send", 4, 8, 8 * 512, HEAP, HEAP, 2, 1, REVERSE, 0},
     {"threads 64/64", 64, 64, 64 * 1024, HEAP, HEAP, 1, 1, THREADS, 0},
     {"threads static 64/16", 64, 16, 64 * 256, STATIC, HEAP, 1, 1, THREADS, 1},
+    {"receiver first 16/16", 16, 16, 16 * 4096, HEAP, HEAP, 1, 1, FORWARD, 0, RECEIVER_FIRST},
+    {"receiver first 16/4", 16, 4, 16 * 4096, HEAP, HEAP, 1, 1, THREADS, 1, RECEIVER_FIRST},
+    {"sender first 16/16", 16, 16, 16 * 4096, HEAP, HEAP, 1, 1, FORWARD, 0, SENDER_FIRST},
 };
 
 static double static_send[2 * BIGGEST], static_recv[2 * BIGGEST];
@@ -201,7 +209,8 @@ static void run_case(const struct pcase *c, int tag)
     MPI_Datatype stype = part_type(scount, c->sstride), rtype = part_type(rcount, c->rstride);
     unsigned long long in_place0 = pvar_value("smheap_part_in_place");
     unsigned long long msgs0 = pvar_value("smheap_part_msgs");
-    unsigned long long want_in_place = 0, want_msgs = 0;
+    unsigned long long placed0 = pvar_value("smheap_part_placed");
+    unsigned long long want_in_place = 0, want_msgs = 0, want_placed = 0;
     struct sender s = { MPI_REQUEST_NULL, sbuf, c, 0, 0, 1 };
     MPI_Request rreq;
     int scnt = c->sstride == 1 ? (int) scount : 1, rcnt = c->rstride == 1 ? (int) rcount : 1;
@@ -213,9 +222,18 @@ static void run_case(const struct pcase *c, int tag)
         for (long i = 0; i < c->total * c->rstride; i++)
             rbuf[i] = -1;
         s.round = round;
-        MPI_Start(&rreq);
-        MPI_Start(&s.req);
-        ready_all(&s);
+        if (c->sync == SENDER_FIRST) {
+            MPI_Start(&s.req);
+            ready_all(&s);
+            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Start(&rreq);
+        } else {
+            MPI_Start(&rreq);
+            if (c->sync == RECEIVER_FIRST)
+                MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Start(&s.req);
+            ready_all(&s);
+        }
         if (c->poll) {
             char *seen = calloc(c->rpart, 1);
             int left = c->rpart, flag;
@@ -240,17 +258,25 @@ static void run_case(const struct pcase *c, int tag)
     MPI_Request_free(&s.req);
     MPI_Request_free(&rreq);
 
-    if (expect_in_place(c, dst))
-        want_in_place = (unsigned long long) ROUNDS *c->rpart;
+    if (expect_in_place(c, dst)) {
+        want_in_place = (unsigned long long) ROUNDS *c->spart;
+        if (c->sync == RECEIVER_FIRST && c->rwhere == HEAP && c->rstride == 1)
+            want_placed = (unsigned long long) (ROUNDS - 1) * c->spart;
+    }
     else if (c->total > 0)
         want_msgs = (unsigned long long) ROUNDS *c->spart;
     want_in_place = sum(want_in_place);
     want_msgs = sum(want_msgs);
     in_place0 = sum(pvar_value("smheap_part_in_place") - in_place0);
     msgs0 = sum(pvar_value("smheap_part_msgs") - msgs0);
-    if (rank == 0 && (in_place0 != want_in_place || msgs0 != want_msgs)) {
-        fprintf(stderr, "%s: %llu partitions in place and %llu as messages, expected %llu "
-                "and %llu\n", c->what, in_place0, msgs0, want_in_place, want_msgs);
+    placed0 = sum(pvar_value("smheap_part_placed") - placed0);
+    want_placed = sum(want_placed);
+    if (rank == 0 && (in_place0 != want_in_place || msgs0 != want_msgs ||
+                      placed0 > in_place0 || placed0 < want_placed ||
+                      (c->sync == SENDER_FIRST && placed0 > 0))) {
+        fprintf(stderr, "%s: %llu partitions in place (%llu placed by the sender) and %llu "
+                "as messages, expected %llu and %llu\n", c->what, in_place0, placed0, msgs0,
+                want_in_place, want_msgs);
         errs++;
     }
     if (c->swhere == HEAP)

@@ -25,6 +25,7 @@ noinst_HEADERS +=                                          \
     src/mpid/ch3/channels/smheap/include/smheap_ring.h     \
     src/mpid/ch3/channels/smheap/include/smheap_doorbell.h \
     src/mpid/ch3/channels/smheap/include/smheap_copy.h     \
+    src/mpid/ch3/channels/smheap/include/smheap_part.h     \
     src/mpid/ch3/channels/smheap/include/mpid_nem_impl.h
 
 mpi_core_sources +=                                        \
@@ -35,6 +36,7 @@ mpi_core_sources +=                                        \
     src/mpid/ch3/channels/smheap/src/ch3_link.c            \
     src/mpid/ch3/channels/smheap/src/ch3_mpit.c            \
     src/mpid/ch3/channels/smheap/src/ch3_part.c            \
+    src/mpid/ch3/channels/smheap/src/ch3_part_data.c       \
     src/mpid/ch3/channels/smheap/src/ch3_progress.c        \
     src/mpid/ch3/channels/smheap/src/ch3_rndv.c            \
     src/mpid/ch3/channels/smheap/src/ch3_sock.c            \

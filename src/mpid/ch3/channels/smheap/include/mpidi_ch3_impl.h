@@ -21,6 +21,9 @@ int MPIDI_CH3I_Progress_finalize(void);
 int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc);
 void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc);
 size_t MPIDI_CH3I_Progress_spin_polls(void);
+/* Run fn(arg) with MPICH's global lock released (held recursively or not), so that the
+ * application's other threads may use MPI meanwhile. */
+int MPIDI_CH3I_Without_global_lock(int (*fn) (void *), void *arg);
 
 int MPIDI_CH3I_Connection_closed(MPIDI_VC_t * vc);
 extern MPIDI_CH3_PktHandler_Fcn *MPIDI_CH3I_pkt_handlers[];    /* by packet type */
@@ -64,6 +67,7 @@ extern int MPIDI_CH3I_Sockpath_active;  /* sockets in use (the job spans nodes, 
 
 /* Sending (ch3_isend.c) */
 int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov);
+int MPIDI_CH3I_Send_pkt(MPIDI_VC_t * vc, void *pkt, intptr_t size);
 
 /* The shared heap (src/ch3_heap.c): checked at MPI_Init; 1 if every local rank allocates
  * from the same shared region, so a peer's heap buffer can be read directly. */

@@ -328,3 +328,18 @@ int MPIDI_CH3_iStartMsg(MPIDI_VC_t * vc, void *hdr, intptr_t hdr_sz, MPIR_Reques
     struct iovec iov = { hdr, hdr_sz };
     return MPIDI_CH3_iStartMsgv(vc, &iov, 1, sreq_ptr);
 }
+
+/* Send a packet without data, forgetting it: a request the channel needs to finish
+ * sending it is released at once (the channel completes it). */
+int MPIDI_CH3I_Send_pkt(MPIDI_VC_t * vc, void *pkt, intptr_t size)
+{
+    int mpi_errno;
+    MPIR_Request *req = NULL;
+
+    MPID_THREAD_CS_ENTER(POBJ, vc->pobj_mutex);
+    mpi_errno = MPIDI_CH3_iStartMsg(vc, pkt, size, &req);
+    MPID_THREAD_CS_EXIT(POBJ, vc->pobj_mutex);
+    if (req != NULL)
+        MPIR_Request_free(req);
+    return mpi_errno;
+}

@@ -28,6 +28,7 @@ unsigned long long PVAR_COUNTER_smheap_remote_failures;
 unsigned long long PVAR_COUNTER_smheap_remote_wakeups;
 unsigned long long PVAR_COUNTER_smheap_part_in_place;
 unsigned long long PVAR_COUNTER_smheap_part_msgs;
+unsigned long long PVAR_COUNTER_smheap_part_placed;
 
 #define FLAGS (MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS)
 
@@ -131,8 +132,11 @@ static void register_messages(void)
     COUNTER(smheap_remote_failures, MPI_T_VERBOSITY_USER_BASIC,
             "socket connections to other nodes that broke before ch3 closed them");
     COUNTER(smheap_part_in_place, MPI_T_VERBOSITY_USER_BASIC,
-            "partitions of partitioned receives this rank copied in place, straight from "
-            "the sender's buffer in the shared heap");
+            "partitions (of the sender) that reached this rank's partitioned receives in "
+            "place, through the shared heap, without a message");
+    COUNTER(smheap_part_placed, MPI_T_VERBOSITY_USER_DETAIL,
+            "partitions this rank's partitioned sends put in the receive buffer themselves "
+            "(the receiver had started and its buffer is in the heap)");
     COUNTER(smheap_part_msgs, MPI_T_VERBOSITY_USER_BASIC,
             "partitions of partitioned sends this rank sent as messages");
 }

@@ -349,7 +349,7 @@ static int spin_polls, yield_polls;
 /* MPICH's global lock may be held recursively; release it for the duration of fn(arg), as
  * MPIDU_Thread_yield does around its yield, so the application's other threads can use MPI
  * meanwhile (and ring us). */
-static int without_global_lock(int (*fn) (void *), void *arg)
+int MPIDI_CH3I_Without_global_lock(int (*fn) (void *), void *arg)
 {
 #if defined(MPICH_IS_THREADED) && MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__GLOBAL
     if (MPIR_ThreadInfo.isThreaded) {
@@ -440,7 +440,7 @@ static int sleep_until_rung(int (*ready) (void *), void *arg, int *made_progress
         if (MPIDI_CH3I_Sockpath_active)
             mpi_errno = MPIDI_CH3I_Sockpath_sleep(SMHEAP_SLEEP_NSEC / 1000000, made_progress);
         else
-            err = without_global_lock(sleep_on_bells, &set);
+            err = MPIDI_CH3I_Without_global_lock(sleep_on_bells, &set);
     }
     disarm_bells(&set);
     MPIR_ERR_CHECK(mpi_errno);
@@ -476,7 +476,7 @@ static int wait_until(int (*ready) (void *), void *arg)
 #endif
             MPL_atomic_compiler_barrier();
         } else if (idle < spin_polls + yield_polls) {
-            without_global_lock(yield_once, NULL);
+            MPIDI_CH3I_Without_global_lock(yield_once, NULL);
         } else {
             mpi_errno = sleep_until_rung(ready, arg, &made_progress);
             MPIR_ERR_CHECK(mpi_errno);

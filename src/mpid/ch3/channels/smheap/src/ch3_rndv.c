@@ -292,19 +292,6 @@ static void wait_for_helper(smheap_copy_job_t * job, intptr_t len)
     }
 }
 
-static int start_msg(MPIDI_VC_t * vc, smheap_pkt_t * upkt)
-{
-    int mpi_errno;
-    MPIR_Request *req = NULL;
-
-    MPID_THREAD_CS_ENTER(POBJ, vc->pobj_mutex);
-    mpi_errno = MPIDI_CH3_iStartMsg(vc, upkt, sizeof(*upkt), &req);
-    MPID_THREAD_CS_EXIT(POBJ, vc->pobj_mutex);
-    if (req != NULL)
-        MPIR_Request_free(req);
-    return mpi_errno;
-}
-
 /* Copy len contiguous bytes from the sender's buffer, with the sender's help when it can
  * reach our buffer and offered a job. */
 static int copy_contig(MPIDI_VC_t * vc, MPIR_Request * rreq, char *dst, intptr_t len)
@@ -327,7 +314,7 @@ static int copy_contig(MPIDI_VC_t * vc, MPIR_Request * rreq, char *dst, intptr_t
     help->dst = dst;
     help->len = len;
     help->chunk = chunk;
-    mpi_errno = start_msg(vc, &upkt);
+    mpi_errno = MPIDI_CH3I_Send_pkt(vc, &upkt, sizeof(upkt));
     MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**ch3|ctspkt");
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_shared_copy_msgs, 1);
 
@@ -382,7 +369,7 @@ static int copy_from_peer(MPIDI_VC_t * vc, MPIR_Request * rreq)
 
     MPIDI_Pkt_init(done, MPIDI_CH3I_SMHEAP_PKT_DONE);
     done->sender_req_id = rreq->dev.sender_req_id;
-    mpi_errno = start_msg(vc, &upkt);
+    mpi_errno = MPIDI_CH3I_Send_pkt(vc, &upkt, sizeof(upkt));
     MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**ch3|ctspkt");
 
     mpi_errno = MPID_Request_complete(rreq);

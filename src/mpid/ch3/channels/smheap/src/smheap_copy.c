@@ -47,7 +47,8 @@ static double best_copy_time(char *dst, const char *src)
  * uses it for such sizes); the difference, when there is one, is tenfold. */
 static int memcpy_slow_at_short_distance(void)
 {
-    char *area = malloc(2 * PROBE_BYTES + 8192);
+    /* up to 4095 bytes to align src, src, a page, dst and 64 bytes past it */
+    char *area = malloc(4095 + PROBE_BYTES + 4096 + PROBE_BYTES + 64);
     char *src, *dst;
     double near, far;
 
