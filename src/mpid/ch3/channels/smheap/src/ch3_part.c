@@ -19,7 +19,6 @@
 /* A PART_INIT that came before its MPI_Precv_init. */
 typedef struct part_unexpected {
     part_pkt_init_t init;
-    MPIDI_VC_t *vc;
     struct part_unexpected *prev, *next;
 } part_unexpected_t;
 
@@ -135,9 +134,6 @@ static int new_part(void *buf, int partitions, MPI_Aint count, MPI_Datatype data
 /* ------------------------------------------------------------------------------------ */
 /* Packets                                                                              */
 
-static int handle_init(MPIDI_VC_t *, MPIDI_CH3_Pkt_t *, void *, intptr_t *, MPIR_Request **);
-static int handle_cts(MPIDI_VC_t *, MPIDI_CH3_Pkt_t *, void *, intptr_t *, MPIR_Request **);
-
 /* Send a packet without data.  To ourselves it is handled at once. */
 static int send_pkt(MPIDI_VC_t * vc, part_pkt_t * upkt)
 {
@@ -231,7 +227,7 @@ static int handle_init(MPIDI_VC_t * vc, MPIDI_CH3_Pkt_t * pkt, void *data, intpt
     smheap_part_t *p;
     part_unexpected_t *u;
 
-    (void) data;
+    (void) vc, (void) data;
     *buflen = 0;
     *rreqp = NULL;
     DL_FOREACH_NP(posted, p, posted_next, posted_prev) {
@@ -247,7 +243,6 @@ static int handle_init(MPIDI_VC_t * vc, MPIDI_CH3_Pkt_t * pkt, void *data, intpt
     u = MPL_malloc(sizeof(*u), MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP(u == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
     u->init = *init;
-    u->vc = vc;
     DL_APPEND(unexpected, u);
 
   fn_exit:
