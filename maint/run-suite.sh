@@ -3,7 +3,7 @@
 # project's tests in test/mpi, through MPICH's runtests against an installed MPICH.
 #
 #   maint/run-suite.sh [--install DIR] [--out DIR] [--dirs "attr coll ..."|ci|all]
-#                        [--expected FILE] [--project] [--nodes N[:PPN]]
+#                        [--expected FILE] [--project] [--nodes N[:PPN]] [--valgrind]
 #
 # --install  the MPICH to test (default build/install, i.e. ch3:smheap)
 # --dirs     which testlist directories: "ci" (the CI subset, default), "all" (every
@@ -12,6 +12,8 @@
 #            are reported but not counted as failures
 # --nodes    run every test on N simulated nodes (maint/nodes/mpiexec-nodes), PPN ranks
 #            per node in blocks (default 2; 1 places ranks round-robin)
+# --valgrind (with --project) run the tests of 2 ranks only, each rank under valgrind's memcheck with the
+#            shared heap kept (its errors fail the test)
 # Writes DIR/summary.tap, DIR/summary.txt (one line per test) and prints
 # "N passed, N failed"; exits non-zero if any unexpected failure.
 set -uo pipefail
@@ -24,6 +26,7 @@ dirs=ci
 expected=""
 project=no
 nodes=""
+valgrind=no
 while [ $# -gt 0 ]; do
     case "$1" in
         --install) prefix=$(cd "$2" && pwd); shift ;;
@@ -32,13 +35,15 @@ while [ $# -gt 0 ]; do
         --expected) expected=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift ;;
         --project) project=yes ;;
         --nodes) nodes=$2; shift ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        --valgrind) valgrind=yes ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) echo "run-suite.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
     shift
 done
 
 src="$BUILD_DIR/mpich-$MPICH_VERSION"
+[ "$valgrind" = no ] || [ "$project" = yes ] || { echo "run-suite.sh: --valgrind needs --project" >&2; exit 2; }
 [ -x "$prefix/bin/mpiexec" ] || { echo "run-suite.sh: no MPICH in $prefix (run maint/setup.sh)" >&2; exit 2; }
 [ -d "$src/test/mpi" ] || { echo "run-suite.sh: no MPICH source in $src (run maint/setup.sh)" >&2; exit 2; }
 
@@ -48,6 +53,7 @@ suite=mpich
 [ "$project" = yes ] && suite=project
 layout=""
 [ -n "$nodes" ] && layout="-nodes-${nodes/:/x}"
+[ "$valgrind" = yes ] && layout="$layout-valgrind"
 out=${out:-$BUILD_DIR/results/$suite-$device$layout}
 mkdir -p "$obj" "$out"
 out=$(cd "$out" && pwd)
@@ -79,7 +85,7 @@ testsrc="$src/test/mpi"
 if [ "$project" = yes ]; then
     # The project's tests run in a scratch copy, built with the MPICH under test.
     testsrc="$top/test/mpi"
-    rundir="$BUILD_DIR/tests/project-$device"
+    rundir="$BUILD_DIR/tests/project-$device$layout"
     rm -rf "$rundir" && mkdir -p "$rundir" && cp -r "$testsrc"/. "$rundir"/
     export MPICC="$prefix/bin/mpicc"
     [ "$dirs" = ci ] && dirs=all
@@ -93,7 +99,19 @@ case "$dirs" in
     all) dirs=$(grep -v '^#' "$rundir/testlist" | grep -v '^ *$' | tr '\n' ' ') ;;
 esac
 
-echo "== $suite test/mpi ($dirs) against $prefix${nodes:+ on $nodes simulated nodes}"
+if [ "$valgrind" = yes ]; then
+    # Only the tests of 2 ranks (a copy of the testlists keeps their lines); memcheck keeps
+    # the shared heap (test.sh's valgrind checks say why) and an error fails the rank.
+    for d in $dirs; do
+        [ -f "$rundir/$d/testlist" ] || continue
+        awk '/^[^#]/ && $2 == 2' "$rundir/$d/testlist" > "$rundir/$d/testlist.2" &&
+            mv "$rundir/$d/testlist.2" "$rundir/$d/testlist"
+    done
+    export MPITEST_PROGRAM_WRAPPER="valgrind -q --error-exitcode=1 --soname-synonyms=somalloc=nouserintercepts"
+    export MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-600}
+fi
+
+echo "== $suite test/mpi ($dirs) against $prefix${nodes:+ on $nodes simulated nodes}${MPITEST_PROGRAM_WRAPPER:+ under $MPITEST_PROGRAM_WRAPPER}"
 start=$(date +%s)
 (cd "$rundir" && MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-180} "$runtests" -srcdir="$testsrc" \
     -tests=testlist -testdirs="$(echo $dirs | tr ' ' ',')" -mpiexec="$mpiexec" \

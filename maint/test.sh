@@ -134,6 +134,57 @@ no_shm_leftovers_after_kill() {
     echo "/dev/shm entries: $before before, $after after"; ls /dev/shm
     [ "$never" = 0 ] && [ "$after" -le "$before" ]
 }
+fault_ends_job() {
+    # One rank of four killed with SIGKILL, or calling MPI_Abort, while the others are inside
+    # a shared-heap collective or a single-copy transfer (WHERE): 20 rounds each; every job
+    # ends within 15 s of the fault, with Hydra's report of a killed rank (it names the first
+    # PID it reaped, not always the victim's) or MPI_Abort's exit code, and leaves nothing
+    # new in /dev/shm.
+    local where=$1 how i t out job victim rc ms slowest=0 bad=0 before after
+    before=$(ls /dev/shm | sort)
+    for how in kill abort; do
+        for i in $(seq 20); do
+            out="$log/fault-$where-$how.out"
+            "$bin/mpiexec" -n 4 "$work/faults" "$where" "$how" $((i % 4)) > "$out" 2>&1 &
+            job=$!
+            for t in $(seq 1200); do
+                grep -q '^running' "$out" && { [ "$how" = abort ] || grep -q '^victim' "$out"; } &&
+                    break
+                kill -0 "$job" 2> /dev/null || break
+                sleep 0.05
+            done
+            if [ "$how" = kill ]; then
+                victim=$(sed -n 's/^victim //p' "$out")
+                sleep "0.0$((i % 10))"
+                [ -n "$victim" ] && kill -KILL "$victim"
+            fi
+            ms=$(($(date +%s%3N)))
+            for t in $(seq 300); do kill -0 "$job" 2> /dev/null || break; sleep 0.05; done
+            ms=$(($(date +%s%3N) - ms))
+            [ "$ms" -gt "$slowest" ] && slowest=$ms
+            if kill -0 "$job" 2> /dev/null; then
+                echo "round $i ($how): the job still ran 15 s after the fault"; cat "$out"
+                bad=$((bad + 1))
+                pkill -KILL -f "$work/faults"; kill -KILL "$job"
+            fi
+            wait "$job"; rc=$?
+            # Hydra may drop MPI_Abort's own line as it tears the job down, never its exit code
+            if ! grep -q '^running' "$out" || { [ "$how" = kill ] && [ "$rc" = 0 ]; } ||
+                { [ "$how" = kill ] && ! grep -q "BAD TERMINATION" "$out"; } ||
+                { [ "$how" = abort ] && [ "$rc" != 3 ]; }; then
+                echo "round $i ($how): mpiexec exited with $rc"; cat "$out"; bad=$((bad + 1))
+            fi
+            grep -q 'stayed 0' "$out" && { cat "$out"; bad=$((bad + 1)); }
+        done
+        echo "$how, mid-$where: $bad bad rounds of 20 so far"; cat "$out"
+    done
+    wait
+    sleep 1
+    after=$(ls /dev/shm | sort)
+    echo "slowest end after the fault: $slowest ms"
+    echo "new in /dev/shm: $(comm -13 <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+    [ "$bad" = 0 ] && [ -z "$(comm -13 <(echo "$before") <(echo "$after"))" ]
+}
 cat > "$work/spin.c" <<'SPIN'
 #include <mpi.h>
 #include <stdio.h>
@@ -205,6 +256,41 @@ two_jobs_at_once() {
     cat "$log/job-a.out" "$log/job-b.out"
     grep -q 'No Errors' "$log/job-a.out" && grep -q 'No Errors' "$log/job-b.out"
 }
+two_users_at_once() {
+    # A job of another user (nobody) runs while one of ours does: it gets a heap of its own,
+    # and can open nothing of ours, neither in /dev/shm nor through /proc/<rank>/fd (where
+    # our own user can open our heap: the probe works).
+    [ "$(id -u)" = 0 ] || { echo "skipped: only root can start another user's job"; return 0; }
+    local ours_job theirs_job p f before heaps=0 ours=0 theirs=0 rc
+    before=$(ls /dev/shm)
+    "${heap_on[@]}" "$bin/mpiexec" -n 2 "$work/spin" > "$log/spin-ours.out" 2>&1 &
+    ours_job=$!
+    for p in $(seq 1200); do grep -q running "$log/spin-ours.out" && break; sleep 0.05; done
+    runuser -u nobody -- "${heap_on[@]}" timeout 120 "$bin/mpiexec" -n 3 "$work/heapshare" \
+        > "$log/job-theirs.out" 2>&1 &
+    theirs_job=$!
+    for p in $(pgrep -f "^$work/spin$"); do
+        for f in /proc/$p/fd/*; do
+            case $(readlink "$f") in /dev/shm/smheap-*) heaps=$((heaps + 1)) ;; *) continue ;; esac
+            timeout 5 head -c1 "$f" > /dev/null && ours=$((ours + 1))
+            runuser -u nobody -- timeout 5 head -c1 "$f" > /dev/null 2>&1 &&
+                { echo "nobody read our heap through $f"; theirs=$((theirs + 1)); }
+        done
+    done
+    for f in $(ls /dev/shm); do
+        echo "$before" | grep -qx "$f" && continue
+        [ "$(stat -c %U "/dev/shm/$f")" != nobody ] &&
+            runuser -u nobody -- timeout 5 head -c1 "/dev/shm/$f" > /dev/null 2>&1 &&
+            { echo "nobody read /dev/shm/$f"; theirs=$((theirs + 1)); }
+    done
+    wait "$theirs_job"; rc=$?
+    kill -KILL $(pgrep -f "^$work/spin$") 2> /dev/null; wait "$ours_job" 2> /dev/null
+    cat "$log/job-theirs.out"
+    echo "heap descriptors of our ranks: $heaps, opened by us: $ours, by nobody: $theirs"
+    [ "$rc" = 0 ] && grep -q 'No Errors' "$log/job-theirs.out" &&
+        ! grep -q 'large messages are copied' "$log/job-theirs.out" &&
+        [ "$heaps" -ge 2 ] && [ "$ours" = "$heaps" ] && [ "$theirs" = 0 ]
+}
 spin_chosen_by_cpus() {
     # Ranks that outnumber the CPUs their affinity allows them do not spin while waiting (the
     # peer they wait for may need that CPU); ranks with a CPU each do; the setting overrides.
@@ -262,6 +348,7 @@ valgrind_reports() {
 }
 "$bin/mpicc" -o "$work/use_after_free" "$top/test/checks/use_after_free.c" || failed=$((failed + 1))
 "$bin/mpicc" -o "$work/heapshare" "$top/test/mpi/heap/heapshare.c" || failed=$((failed + 1))
+"$bin/mpicc" -o "$work/faults" "$top/test/checks/faults.c" || failed=$((failed + 1))
 "$bin/mpicc" -o "$work/fill_heap" "$top/test/checks/fill_heap.c" || failed=$((failed + 1))
 "$bin/mpicc" -o "$work/spin_choice" "$top/test/checks/spin_choice.c" || failed=$((failed + 1))
 gcc -I"$prefix/include" -DLIBMPI="\"$prefix/lib/libmpi.so\"" -o "$work/dlopen_mpi" \
@@ -272,7 +359,10 @@ check singleton-without-mpiexec singleton_without_mpiexec
 check nodes-without-namespaces nodes_without_namespaces
 check remote-rank-killed remote_rank_killed
 check no-shm-leftovers-after-kill no_shm_leftovers_after_kill
+check fault-mid-collective-ends-job fault_ends_job coll
+check fault-mid-transfer-ends-job fault_ends_job transfer
 check two-jobs-at-once two_jobs_at_once
+check two-users-at-once two_users_at_once
 check wrapper-script-shares-heap wrapper_script_shares_heap
 check tmpfs-full-later tmpfs_full_later
 check malformed-setting-stops-job malformed_setting_stops_job

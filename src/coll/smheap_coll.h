@@ -66,8 +66,10 @@ int MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step
 void MPIDI_CH3I_Smheap_coll_reach(smheap_coll_comm_t * cc, int me, uint64_t step);
 void MPIDI_CH3I_Smheap_coll_count(smheap_coll_path_t path);
 
-/* smheap_coll_algos.c: the table entries for communicators within one node */
-void MPIDI_CH3I_Smheap_coll_override(MPIDI_Coll_fns * table);
+/* The table entries for communicators within one node, by family of collectives */
+void MPIDI_CH3I_Smheap_coll_override_rooted(MPIDI_Coll_fns * table);    /* smheap_coll_rooted.c */
+void MPIDI_CH3I_Smheap_coll_override_reductions(MPIDI_Coll_fns * table);        /* _reduce.c */
+void MPIDI_CH3I_Smheap_coll_override_exchanges(MPIDI_Coll_fns * table); /* _exchange.c */
 
 /* smheap_coll_nodes.c: and for communicators that span nodes */
 void MPIDI_CH3I_Smheap_coll_override_nodes(MPIDI_Coll_fns * table);

@@ -110,6 +110,13 @@ static int all_on_my_node(MPIR_Comm * comm)
     return TRUE;
 }
 
+static void override_one_node(MPIDI_Coll_fns * table)
+{
+    MPIDI_CH3I_Smheap_coll_override_rooted(table);
+    MPIDI_CH3I_Smheap_coll_override_reductions(table);
+    MPIDI_CH3I_Smheap_coll_override_exchanges(table);
+}
+
 /* Which list's table a new communicator gets: the shared-heap algorithms if its ranks all
  * share our heap; else the two-level ones, unless it is one of MPICH's node communicators
  * (their algorithms run over those, and a node communicator whose ranks do not share our
@@ -117,7 +124,7 @@ static int all_on_my_node(MPIR_Comm * comm)
 static smheap_coll_tables_t *tables_for(MPIR_Comm * comm, void (**override) (MPIDI_Coll_fns *))
 {
     if (all_on_my_node(comm)) {
-        *override = MPIDI_CH3I_Smheap_coll_override;
+        *override = override_one_node;
         return &node_tables;
     }
     if (comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE ||

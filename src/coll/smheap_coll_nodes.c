@@ -4,9 +4,9 @@
  * Such a communicator gets a table of its own (smheap_coll_comm.c): Barrier, Bcast, Reduce
  * and Allreduce run in two levels, over MPICH's node communicators.  Within each node the
  * ranks meet in comm->node_comm, whose table holds the shared-heap algorithms
- * (smheap_coll_algos.c), and one leader per node (node_comm's rank 0) talks to the others in
- * comm->node_roots_comm, over MPICH's algorithms and the sockets.  So data crosses each node
- * boundary once, and moves inside a node with one copy.  Barrier, Reduce and Allreduce are
+ * (smheap_coll_rooted.c, _reduce.c, _exchange.c), and one leader per node (node_comm's
+ * rank 0) talks to the others in comm->node_roots_comm, over MPICH's algorithms and the
+ * sockets.  So data crosses each node boundary once, and moves inside a node with one copy.  Barrier, Reduce and Allreduce are
  * MPICH's own *_intra_smp algorithms, which are built that way; Bcast is ours because
  * MPICH's goes flat above its medium size.  What the table leaves alone (the other
  * collectives, non-commutative reductions) and communicators MPICH gave no node

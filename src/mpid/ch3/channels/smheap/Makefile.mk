@@ -66,11 +66,14 @@ AM_CPPFLAGS += -I$(top_srcdir)/src/coll
 
 noinst_HEADERS +=                                          \
     src/coll/smheap_coll.h                                 \
+    src/coll/smheap_coll_call.h                            \
     src/coll/smheap_coll_tables.h
 
 mpi_core_sources +=                                        \
     src/coll/smheap_coll_comm.c                            \
-    src/coll/smheap_coll_algos.c                           \
+    src/coll/smheap_coll_rooted.c                          \
+    src/coll/smheap_coll_reduce.c                          \
+    src/coll/smheap_coll_exchange.c                        \
     src/coll/smheap_coll_nodes.c
 
 # (as the embedded ucx and ofi netmods of ch4 add their libraries)

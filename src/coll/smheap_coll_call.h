@@ -1,0 +1,256 @@
+/*
+ * ch3:smheap collectives -- what every algorithm of a one-node table shares: the call's
+ * synchronization points, waiting for peers, and the views and staging of the data they read
+ * (see smheap_coll.h for the control block).  Private to src/coll.
+ *
+ * Every collective numbers its synchronization points from the communicator's step counter;
+ * all ranks pass the same points in the same order.  Each call takes STEPS_PER_CALL of them,
+ * whichever it uses, so that a rank that must leave a call early (its staging buffer cannot
+ * grow, a datatype fails to pack, the progress engine fails) can mark the call failed in its
+ * slot and reach the call's last point at once: its peers pass every wait for it, see the
+ * mark, and leave with an error naming it, doing the same; no rank waits forever and the
+ * counters stay in step for the next call.  "offer" publishes what a rank lets
+ * peers read (and where they may write) and marks a point; "wait" waits for a peer to reach
+ * a point.  A rank returns only once every reader of what it offered is past the point that
+ * ends the reading.
+ *
+ * Byte-moving collectives read peers' data as a packed byte stream: contiguous data in the
+ * heap is offered in place, anything else is packed into the rank's staging buffer first
+ * and unpacked by the reader, so each rank decides alone.  Reductions need the datatype's
+ * own layout, so they run here only for contiguous datatypes (every predefined one) and go
+ * to MPICH's algorithms otherwise; the datatype of a reduction is the same on every rank.
+ */
+
+#ifndef SMHEAP_COLL_CALL_H_INCLUDED
+#define SMHEAP_COLL_CALL_H_INCLUDED
+
+#include "smheap_channel.h"
+#include "smheap.h"
+#include "smheap_coll.h"
+
+typedef struct {
+    void *buf;
+    MPI_Aint count;
+    MPI_Datatype dt;
+    int contig;
+    MPI_Aint bytes, lb;
+} view_t;
+
+static inline view_t view_of(const void *buf, MPI_Aint count, MPI_Datatype dt)
+{
+    view_t v = { (void *) buf, count, dt, 1, 0, 0 };
+    MPIR_Datatype *dt_ptr;
+
+    MPIDI_Datatype_get_info(count, dt, v.contig, v.bytes, dt_ptr, v.lb);
+    (void) dt_ptr;
+    return v;
+}
+
+static inline int in_heap(const void *p, MPI_Aint len)
+{
+    return len <= 0 || smheap_holds(p, (size_t) len);
+}
+
+static inline smheap_coll_slot_t *slot(smheap_coll_comm_t * cc, int rank)
+{
+    return &cc->ctrl->slot[rank];
+}
+
+static inline void reach(smheap_coll_comm_t * cc, int me, uint64_t step)
+{
+    MPIDI_CH3I_Smheap_coll_reach(cc, me, step);
+}
+
+static inline void offer(smheap_coll_comm_t * cc, int me, const void *src, void *dst, uint64_t step)
+{
+    slot(cc, me)->src = src;
+    slot(cc, me)->dst = dst;
+    reach(cc, me, step);
+}
+
+static inline int failed_in_call(smheap_coll_comm_t * cc, int rank);
+
+/* Wait until `rank` has reached `step`; an error if the progress engine fails, or if the
+ * rank left this call early. */
+static inline int wait_for(smheap_coll_comm_t * cc, int rank, uint64_t step)
+{
+    int mpi_errno = MPIDI_CH3I_Smheap_coll_wait(cc, rank, step);
+
+    if (mpi_errno == MPI_SUCCESS && failed_in_call(cc, rank))
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_coll_peer", "**smheap_coll_peer %d",
+                      rank);
+    return mpi_errno;
+}
+
+static inline int wait_all(smheap_coll_comm_t * cc, int size, uint64_t step)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    for (int r = 0; r < size && mpi_errno == MPI_SUCCESS; r++)
+        mpi_errno = wait_for(cc, r, step);
+    return mpi_errno;
+}
+
+#define STEPS_PER_CALL 4
+
+/* This call's synchronization points: STEPS_PER_CALL from the communicator's counter. */
+static inline void begin_call(smheap_coll_comm_t * cc)
+{
+    cc->call_first = cc->step;
+    cc->call_next = cc->step;
+    cc->step += STEPS_PER_CALL;
+}
+
+static inline uint64_t next_step(smheap_coll_comm_t * cc)
+{
+    MPIR_Assert(cc->call_next < cc->call_first + STEPS_PER_CALL);
+    return cc->call_next++;
+}
+
+/* Did `rank` leave this call early? */
+static inline int failed_in_call(smheap_coll_comm_t * cc, int rank)
+{
+    return slot(cc, rank)->failed >= cc->call_first;
+}
+
+/* Leaving this call with an error: if this rank has not reached every point it took, mark
+ * the call failed and reach its last point, so that no peer waits for it. */
+static inline void leave_failed(smheap_coll_comm_t * cc, int me, MPIR_Errflag_t * errflag)
+{
+    uint64_t reached = atomic_load_explicit(&slot(cc, me)->step, memory_order_relaxed);
+
+    if (*errflag == MPIR_ERR_NONE)
+        *errflag = MPIR_ERR_OTHER;
+    if (cc->call_next > cc->call_first && reached >= cc->call_next - 1)
+        return;         /* every peer is past this rank already */
+    slot(cc, me)->failed = cc->call_first;
+    reach(cc, me, cc->call_first + STEPS_PER_CALL - 1);
+}
+
+/* Waits whose failure (the progress engine's, or a peer that left the call) ends the call on
+ * this rank: the caller has mpi_errno, and fn_fail calls leave_failed.  An error the caller
+ * holds in mpi_errno already (a datatype's, reported once the peers are past reading) stays
+ * there when the wait works. */
+#define CHECK_WAIT(call_)                                                       \
+    do {                                                                        \
+        int wait_errno_ = (call_);                                              \
+        if (wait_errno_ != MPI_SUCCESS) {                                       \
+            mpi_errno = wait_errno_;                                            \
+            MPIR_ERR_POP(mpi_errno);                                            \
+        }                                                                       \
+    } while (0)
+#define WAIT(cc_, rank_, step_) CHECK_WAIT(wait_for(cc_, rank_, step_))
+#define WAIT_ALL(cc_, size_, step_) CHECK_WAIT(wait_all(cc_, size_, step_))
+
+/* Where peers can read v's data as packed bytes: in place, or packed into the staging
+ * buffer at `at` (which the caller sized).  `stage` forces the copy (the rank will
+ * overwrite the data while peers read it). */
+static inline int readable(smheap_coll_comm_t * cc, view_t v, int stage, size_t at, const void **out)
+{
+    MPI_Aint actual;
+    char *s;
+
+    if (v.contig && !stage && in_heap((char *) v.buf + v.lb, v.bytes)) {
+        *out = (char *) v.buf + v.lb;
+        return MPI_SUCCESS;
+    }
+    s = (char *) cc->scratch + at;
+    *out = s;
+    if (v.contig)
+        smheap_copy(s, (char *) v.buf + v.lb, v.bytes);
+    else
+        return MPIR_Typerep_pack(v.buf, v.count, v.dt, 0, s, v.bytes, &actual);
+    return MPI_SUCCESS;
+}
+
+/* Copy `bytes` packed bytes from src into (buf, count, dt), starting at byte `offset` of
+ * the packed stream of (buf, count, dt). */
+static inline int unpack_into(view_t v, const void *src, MPI_Aint bytes, MPI_Aint offset)
+{
+    MPI_Aint actual;
+
+    if (bytes == 0)
+        return MPI_SUCCESS;
+    if (v.contig) {
+        smheap_copy((char *) v.buf + v.lb + offset, src, bytes);
+        return MPI_SUCCESS;
+    }
+    return MPIR_Typerep_unpack(src, bytes, v.buf, v.count, v.dt, offset, &actual);
+}
+
+#define READY_OR_FALL_BACK(comm_, cc_, call_)                                   \
+    do {                                                                        \
+        int err_ = MPIDI_CH3I_Smheap_coll_ready(comm_, &cc_);                   \
+        if (err_ != MPI_SUCCESS)                                                \
+            return err_;                                                        \
+        if (cc_->unusable) {                                                    \
+            MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_FALLBACK);                                    \
+            return cc_->prev->call_;                                            \
+        }                                                                       \
+        begin_call(cc_);                                                        \
+    } while (0)
+
+#define NEED_SCRATCH(cc_, len_)                                                 \
+    do {                                                                        \
+        if ((len_) > 0 && MPIDI_CH3I_Smheap_coll_scratch(cc_, len_) == NULL)    \
+            MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_NO_MEM, "**smheap_coll_scratch"); \
+    } while (0)
+
+
+static inline MPI_Aint extent_of(MPI_Datatype dt)
+{
+    MPI_Aint extent;
+    MPIR_Datatype_get_extent_macro(dt, extent);
+    return extent;
+}
+
+static inline MPI_Aint size_of(MPI_Datatype dt)
+{
+    MPI_Aint size;
+    MPIR_Datatype_get_size_macro(dt, size);
+    return size;
+}
+
+
+/* Scatterv and Alltoallv: only the sender knows where each reader's block lies, so it
+ * offers a table of packed offsets, one per rank, followed by its data; a block is the
+ * reader's receive count of packed bytes from its offset. */
+static inline int offer_blocks(smheap_coll_comm_t * cc, const void *sendbuf,
+                               const MPI_Aint * counts, const MPI_Aint * displs,
+                               MPI_Datatype dt, int n, const void **out)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPI_Aint ext = extent_of(dt), size = size_of(dt), total = 0, actual;
+    MPI_Aint table = MPL_ROUND_UP_ALIGN(n * sizeof(MPI_Aint), SMHEAP_CACHELINE);
+    MPI_Aint *offsets;
+    char *data;
+
+    for (int r = 0; r < n; r++)
+        total += counts[r] * size;
+    if (MPIDI_CH3I_Smheap_coll_scratch(cc, table + total) == NULL)
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_NO_MEM, "**smheap_init", "**smheap_init %s",
+                             "the shared heap is full");
+    offsets = cc->scratch;
+    data = (char *) cc->scratch + table;
+    total = 0;
+    for (int r = 0; r < n && mpi_errno == MPI_SUCCESS; r++) {
+        offsets[r] = table + total;
+        if (counts[r] > 0)
+            mpi_errno = MPIR_Typerep_pack((const char *) sendbuf + displs[r] * ext, counts[r],
+                                          dt, 0, data + total, counts[r] * size, &actual);
+        total += counts[r] * size;
+    }
+    *out = cc->scratch;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static inline const void *block_for(const void *offered, int reader)
+{
+    return (const char *) offered + ((const MPI_Aint *) offered)[reader];
+}
+
+#endif /* SMHEAP_COLL_CALL_H_INCLUDED */

@@ -1,0 +1,192 @@
+/*
+ * ch3:smheap collectives where every rank both gives and takes: Allgather(v), Alltoall(v).
+ * Every rank offers its data and copies each peer's part straight from the peer's buffer.
+ */
+
+#include "smheap_coll_call.h"
+
+static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                     void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                     MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    smheap_coll_comm_t *cc;
+    view_t rv = view_of(recvbuf, recvcount * n, recvtype), in;
+    MPI_Aint block = rv.bytes / n;
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                           recvtype, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    if (block == 0)
+        return MPI_SUCCESS;
+    if (sendbuf == MPI_IN_PLACE) {
+        MPI_Aint extent;
+        MPIR_Datatype_get_extent_macro(recvtype, extent);
+        in = view_of((char *) recvbuf + me * recvcount * extent, recvcount, recvtype);
+    } else {
+        in = view_of(sendbuf, sendcount, sendtype);
+    }
+    NEED_SCRATCH(cc, block);
+    mpi_errno = readable(cc, in, 0, 0, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = next_step(cc);
+    copied = next_step(cc);
+    offer(cc, me, src, NULL, offered);
+
+    for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {
+        int r = (me + i) % n;   /* own block last, and peers staggered */
+        if (r == me && sendbuf == MPI_IN_PLACE)
+            continue;
+        WAIT(cc, r, offered);
+        mpi_errno = unpack_into(rv, slot(cc, r)->src, block, r * block);
+    }
+    reach(cc, me, copied);
+    WAIT_ALL(cc, n, copied);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                    void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                    MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    smheap_coll_comm_t *cc;
+    view_t rv = view_of(recvbuf, recvcount * n, recvtype);
+    view_t sv = in_place ? rv : view_of(sendbuf, sendcount * n, sendtype);
+    MPI_Aint block = rv.bytes / n;
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                          recvtype, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    if (block == 0)
+        return MPI_SUCCESS;
+    NEED_SCRATCH(cc, sv.bytes);
+    /* in place, the input is recvbuf, which this rank overwrites while peers read it */
+    mpi_errno = readable(cc, sv, in_place, 0, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = next_step(cc);
+    copied = next_step(cc);
+    offer(cc, me, src, NULL, offered);
+
+    for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++) {
+        int r = (me + i) % n;
+        WAIT(cc, r, offered);
+        mpi_errno = unpack_into(rv, (const char *) slot(cc, r)->src + me * block, block,
+                                r * block);
+    }
+    reach(cc, me, copied);
+    WAIT_ALL(cc, n, copied);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+static int allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                      void *recvbuf, const MPI_Aint * recvcounts, const MPI_Aint * displs,
+                      MPI_Datatype recvtype, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    smheap_coll_comm_t *cc;
+    MPI_Aint rext = extent_of(recvtype), rsize = size_of(recvtype);
+    view_t in;
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                            displs, recvtype, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    in = in_place ? view_of((char *) recvbuf + displs[me] * rext, recvcounts[me], recvtype) :
+        view_of(sendbuf, sendcount, sendtype);
+    NEED_SCRATCH(cc, in.bytes);
+    mpi_errno = readable(cc, in, 0, 0, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = next_step(cc);
+    copied = next_step(cc);
+    offer(cc, me, src, NULL, offered);
+
+    for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {
+        int r = (me + i) % n;
+        if ((r == me && in_place) || recvcounts[r] == 0)
+            continue;
+        WAIT(cc, r, offered);
+        mpi_errno = unpack_into(view_of((char *) recvbuf + displs[r] * rext, recvcounts[r],
+                                        recvtype), slot(cc, r)->src, recvcounts[r] * rsize, 0);
+    }
+    reach(cc, me, copied);
+    WAIT_ALL(cc, n, copied);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_Aint * sdispls,
+                     MPI_Datatype sendtype, void *recvbuf, const MPI_Aint * recvcounts,
+                     const MPI_Aint * rdispls, MPI_Datatype recvtype, MPIR_Comm * comm,
+                     MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    smheap_coll_comm_t *cc;
+    MPI_Aint rext = extent_of(recvtype), rsize = size_of(recvtype);
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                           recvcounts, rdispls, recvtype, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    /* in place, the blocks are recvbuf's, laid out by the receive arguments; packing them
+     * first leaves recvbuf free to be overwritten */
+    mpi_errno = in_place ? offer_blocks(cc, recvbuf, recvcounts, rdispls, recvtype, n, &src) :
+        offer_blocks(cc, sendbuf, sendcounts, sdispls, sendtype, n, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = next_step(cc);
+    copied = next_step(cc);
+    offer(cc, me, src, NULL, offered);
+
+    for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++) {
+        int r = (me + i) % n;
+        if (recvcounts[r] == 0)
+            continue;
+        WAIT(cc, r, offered);
+        mpi_errno = unpack_into(view_of((char *) recvbuf + rdispls[r] * rext, recvcounts[r],
+                                        recvtype), block_for(slot(cc, r)->src, me),
+                                recvcounts[r] * rsize, 0);
+    }
+    reach(cc, me, copied);
+    WAIT_ALL(cc, n, copied);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+void MPIDI_CH3I_Smheap_coll_override_exchanges(MPIDI_Coll_fns * table)
+{
+    table->Allgather = allgather;
+    table->Allgatherv = allgatherv;
+    table->Alltoall = alltoall;
+    table->Alltoallv = alltoallv;
+}

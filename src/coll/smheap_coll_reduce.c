@@ -1,0 +1,235 @@
+/*
+ * ch3:smheap reductions: Allreduce, Reduce, Reduce_scatter_block.  Every rank offers its
+ * input in place (or staged); small vectors are reduced whole by each rank that needs the
+ * result, larger ones split so that every rank reduces its own part of all inputs at once.
+ * They need the datatype's own layout, so they run here only for contiguous datatypes (every
+ * predefined one) and go to MPICH's algorithms otherwise.
+ */
+
+#include "smheap_coll_call.h"
+
+/* Below this many bytes a reduction is done whole by each rank that needs the result; above,
+ * the vector is split so that every rank reduces its own part at once. */
+#define SMALL_REDUCTION 8192
+
+/* acc = in[0] op in[1] op ... op in[n-1], over elements [first, first+count) of each input,
+ * in rank order (MPIR_Reduce_local(a, b) computes b = a op b), so non-commutative operations
+ * get MPI's order. */
+static int reduce_inputs(smheap_coll_comm_t * cc, int n, MPI_Aint first, MPI_Aint count,
+                         MPI_Aint extent, MPI_Datatype dt, MPI_Op op, void *acc)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPI_Aint off = first * extent;
+
+    if (count == 0)
+        return MPI_SUCCESS;
+    smheap_copy(acc, (const char *) slot(cc, n - 1)->src + off, count * extent);
+    for (int r = n - 2; r >= 0 && mpi_errno == MPI_SUCCESS; r--)
+        mpi_errno = MPIR_Reduce_local((const char *) slot(cc, r)->src + off, acc, count, dt, op);
+    return mpi_errno;
+}
+
+/* Elements [*first, *first + *count) of a vector of `count` split among n ranks. */
+static void my_part(MPI_Aint count, int n, int rank, MPI_Aint * first, MPI_Aint * part)
+{
+    MPI_Aint per = (count + n - 1) / n;
+
+    *first = MPL_MIN(count, per * rank);
+    *part = MPL_MIN(count, *first + per) - *first;
+}
+
+static int reduction_handled(MPI_Datatype dt, MPI_Aint count)
+{
+    view_t v = view_of(NULL, count, dt);
+    MPI_Aint extent;
+
+    MPIR_Datatype_get_extent_macro(dt, extent);
+    return v.contig && v.lb == 0 && extent * count == v.bytes;
+}
+
+static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype dt,
+                     MPI_Op op, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    smheap_coll_comm_t *cc;
+    MPI_Aint extent, bytes, first, part;
+    uint64_t offered, reduced, pulled;
+    const void *src;
+    char *acc;
+
+    READY_OR_FALL_BACK(comm, cc, Allreduce(sendbuf, recvbuf, count, dt, op, comm, errflag));
+    if (!reduction_handled(dt, count)) {
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_FALLBACK);
+        return cc->prev->Allreduce(sendbuf, recvbuf, count, dt, op, comm, errflag);
+    }
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    if (count == 0)
+        return MPI_SUCCESS;
+    MPIR_Datatype_get_extent_macro(dt, extent);
+    bytes = count * extent;
+    my_part(count, n, me, &first, &part);
+    /* staging area: the input (if it must be staged), then room for the result, whose
+     * part i rank i computes; in recvbuf itself when peers can read it there */
+    NEED_SCRATCH(cc, 2 * bytes + SMHEAP_CACHELINE);
+    acc = in_heap(recvbuf, bytes) ? (char *) recvbuf :
+        (char *) cc->scratch + MPL_ROUND_UP_ALIGN(bytes, SMHEAP_CACHELINE);
+
+    /* in place, the input is recvbuf, which this rank overwrites while peers read it */
+    mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt), in_place, 0,
+                         &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = next_step(cc);
+    reduced = next_step(cc);
+    offer(cc, me, src, acc, offered);
+    WAIT_ALL(cc, n, offered);
+
+    if (bytes <= SMALL_REDUCTION) {
+        mpi_errno = reduce_inputs(cc, n, 0, count, extent, dt, op, recvbuf);
+        reach(cc, me, reduced);
+        WAIT_ALL(cc, n, reduced);
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
+
+    /* each rank reduces its part, then everyone gathers the parts */
+    pulled = next_step(cc);
+    mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc + first * extent);
+    reach(cc, me, reduced);
+    WAIT_ALL(cc, n, reduced);
+    for (int r = 0; r < n; r++) {
+        MPI_Aint f, p;
+        const char *from = (const char *) slot(cc, r)->dst;
+        my_part(count, n, r, &f, &p);
+        if (p > 0 && from + f * extent != (char *) recvbuf + f * extent)
+            smheap_copy((char *) recvbuf + f * extent, from + f * extent, p * extent);
+    }
+    reach(cc, me, pulled);
+    WAIT_ALL(cc, n, pulled);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype dt,
+                  MPI_Op op, int root, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    int in_place = sendbuf == MPI_IN_PLACE;     /* only the root may say so */
+    smheap_coll_comm_t *cc;
+    MPI_Aint extent, bytes, first, part;
+    uint64_t offered, reduced;
+    const void *src;
+    char *acc;
+
+    READY_OR_FALL_BACK(comm, cc, Reduce(sendbuf, recvbuf, count, dt, op, root, comm, errflag));
+    if (!reduction_handled(dt, count)) {
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_FALLBACK);
+        return cc->prev->Reduce(sendbuf, recvbuf, count, dt, op, root, comm, errflag);
+    }
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    if (count == 0)
+        return MPI_SUCCESS;
+    MPIR_Datatype_get_extent_macro(dt, extent);
+    bytes = count * extent;
+    my_part(count, n, me, &first, &part);
+    NEED_SCRATCH(cc, 2 * bytes + SMHEAP_CACHELINE);
+    acc = (char *) cc->scratch + MPL_ROUND_UP_ALIGN(bytes, SMHEAP_CACHELINE);
+
+    mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt),
+                         in_place && bytes <= SMALL_REDUCTION, 0, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = next_step(cc);
+    reduced = next_step(cc);
+    offer(cc, me, src, acc, offered);
+
+    if (bytes <= SMALL_REDUCTION) {     /* the root reduces everything */
+        if (me == root) {
+            WAIT_ALL(cc, n, offered);
+            mpi_errno = reduce_inputs(cc, n, 0, count, extent, dt, op, recvbuf);
+        }
+        reach(cc, me, reduced);
+        WAIT(cc, root, reduced);
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
+
+    /* each rank reduces its part into its accumulator; the root collects the parts */
+    WAIT_ALL(cc, n, offered);
+    mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc + first * extent);
+    reach(cc, me, reduced);
+    WAIT_ALL(cc, n, reduced);   /* my input is read by all until here */
+    if (me == root) {
+        uint64_t collected = next_step(cc);
+        for (int r = 0; r < n; r++) {
+            MPI_Aint f, p;
+            my_part(count, n, r, &f, &p);
+            if (p > 0)
+                smheap_copy((char *) recvbuf + f * extent,
+                            (const char *) slot(cc, r)->dst + f * extent, p * extent);
+        }
+        reach(cc, me, collected);
+    } else {
+        WAIT(cc, root, next_step(cc));      /* it read my part */
+    }
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+static int reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint recvcount,
+                                MPI_Datatype dt, MPI_Op op, MPIR_Comm * comm,
+                                MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    smheap_coll_comm_t *cc;
+    MPI_Aint extent = extent_of(dt), count = recvcount * n;
+    uint64_t offered, reduced;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op,
+                                                      comm, errflag));
+    if (!reduction_handled(dt, count)) {
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_FALLBACK);
+        return cc->prev->Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm,
+                                              errflag);
+    }
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    if (recvcount == 0)
+        return MPI_SUCCESS;
+    NEED_SCRATCH(cc, count * extent);
+    /* in place, the input is recvbuf, whose first block this rank overwrites */
+    mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt), in_place, 0,
+                         &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offered = next_step(cc);
+    reduced = next_step(cc);
+    offer(cc, me, src, NULL, offered);
+    WAIT_ALL(cc, n, offered);
+    mpi_errno = reduce_inputs(cc, n, me * recvcount, recvcount, extent, dt, op, recvbuf);
+    reach(cc, me, reduced);
+    WAIT_ALL(cc, n, reduced);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+void MPIDI_CH3I_Smheap_coll_override_reductions(MPIDI_Coll_fns * table)
+{
+    table->Reduce = reduce;
+    table->Allreduce = allreduce;
+    table->Reduce_scatter_block = reduce_scatter_block;
+}

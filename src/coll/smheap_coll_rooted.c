@@ -1,0 +1,287 @@
+/*
+ * ch3:smheap collectives with a root, or none at all: Barrier, Bcast, Gather(v), Scatter(v).
+ * The root offers its buffer, or a table of where each rank's block lies, and every other
+ * rank copies its part straight from there (or, gathering, into the root's buffer).
+ */
+
+#include "smheap_coll_call.h"
+
+static int barrier(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS;
+    smheap_coll_comm_t *cc;
+    uint64_t step;
+
+    READY_OR_FALL_BACK(comm, cc, Barrier(comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    step = next_step(cc);
+    reach(cc, comm->rank, step);
+    WAIT_ALL(cc, comm->local_size, step);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm * comm,
+                 MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank;
+    smheap_coll_comm_t *cc;
+    view_t v = view_of(buf, count, dt);
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Bcast(buf, count, dt, root, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    /* no shortcut for zero bytes: the root's count may differ (an error we must report) */
+    offered = next_step(cc);
+    copied = next_step(cc);
+
+    if (me == root) {
+        NEED_SCRATCH(cc, v.bytes);
+        mpi_errno = readable(cc, v, 0, 0, &src);
+        MPIR_ERR_CHECK(mpi_errno);
+        slot(cc, me)->bytes = v.bytes;
+        slot(cc, me)->carried = *errflag;
+        offer(cc, me, src, NULL, offered);
+        reach(cc, me, copied);
+        WAIT_ALL(cc, comm->local_size, copied);
+    } else {
+        uint64_t sent;
+        int carried;
+
+        WAIT(cc, root, offered);
+        sent = slot(cc, root)->bytes;
+        carried = slot(cc, root)->carried;
+        if (sent == v.bytes)
+            mpi_errno = unpack_into(v, slot(cc, root)->src, v.bytes, 0);
+        reach(cc, me, copied);
+        MPIR_ERR_CHECK(mpi_errno);
+        /* the data came, and so does the root's error (as MPICH's error tags pass it on) */
+        if (carried != MPIR_ERR_NONE && *errflag == MPIR_ERR_NONE) {
+            *errflag = carried;
+            if (carried == MPIR_ERR_PROC_FAILED)
+                MPIR_ERR_SETANDJUMP(mpi_errno, MPIX_ERR_PROC_FAILED, "**coll_fail");
+            MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**coll_fail");
+        }
+        /* as MPICH's own Bcast reports it: every rank still took part */
+        if (sent != v.bytes) {
+            *errflag = MPIR_ERR_OTHER;
+            MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
+                                 "**collective_size_mismatch %d %d", (int) sent,
+                                 (int) v.bytes);
+        }
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+
+static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                  void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype, int root,
+                  MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    smheap_coll_comm_t *cc;
+    view_t in = { 0 };
+    uint64_t offered, copied;
+    const void *src;
+
+    if (sendbuf != MPI_IN_PLACE)        /* (the root's send arguments are then ignored) */
+        in = view_of(sendbuf, sendcount, sendtype);
+    READY_OR_FALL_BACK(comm, cc, Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                        recvtype, root, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    offered = next_step(cc);
+    copied = next_step(cc);
+
+    if (me != root) {
+        if (in.bytes > 0) {
+            NEED_SCRATCH(cc, in.bytes);
+            mpi_errno = readable(cc, in, 0, 0, &src);
+            MPIR_ERR_CHECK(mpi_errno);
+            offer(cc, me, src, NULL, offered);
+        } else {
+            reach(cc, me, offered);
+        }
+        WAIT(cc, root, copied);
+    } else {
+        view_t rv = view_of(recvbuf, recvcount * n, recvtype);
+        MPI_Aint block = rv.bytes / n;
+
+        reach(cc, me, offered);
+        for (int r = 0; r < n && mpi_errno == MPI_SUCCESS && block > 0; r++) {
+            if (r == me) {
+                if (sendbuf == MPI_IN_PLACE)
+                    continue;
+                NEED_SCRATCH(cc, in.bytes);
+                mpi_errno = readable(cc, in, 0, 0, &src);
+                if (mpi_errno == MPI_SUCCESS)
+                    mpi_errno = unpack_into(rv, src, block, r * block);
+                continue;
+            }
+            WAIT(cc, r, offered);
+            mpi_errno = unpack_into(rv, slot(cc, r)->src, block, r * block);
+        }
+        reach(cc, me, copied);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+static int scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype, int root,
+                   MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    smheap_coll_comm_t *cc;
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                         recvtype, root, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    offered = next_step(cc);
+    copied = next_step(cc);
+
+    if (me == root) {
+        view_t sv = view_of(sendbuf, sendcount * n, sendtype);
+        MPI_Aint block = sv.bytes / n;
+
+        NEED_SCRATCH(cc, sv.bytes);
+        mpi_errno = readable(cc, sv, 0, 0, &src);
+        MPIR_ERR_CHECK(mpi_errno);
+        offer(cc, me, src, NULL, offered);
+        if (recvbuf != MPI_IN_PLACE)
+            mpi_errno = unpack_into(view_of(recvbuf, recvcount, recvtype),
+                                    (const char *) src + me * block, block, 0);
+        reach(cc, me, copied);
+        WAIT_ALL(cc, n, copied);
+        MPIR_ERR_CHECK(mpi_errno);
+    } else {
+        view_t rv = view_of(recvbuf, recvcount, recvtype);
+
+        WAIT(cc, root, offered);
+        mpi_errno = unpack_into(rv, (const char *) slot(cc, root)->src + me * rv.bytes,
+                                rv.bytes, 0);
+        reach(cc, me, copied);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, const MPI_Aint * recvcounts, const MPI_Aint * displs,
+                   MPI_Datatype recvtype, int root, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    smheap_coll_comm_t *cc;
+    view_t in = { 0 };
+    uint64_t offered, copied;
+    const void *src;
+
+    if (sendbuf != MPI_IN_PLACE)
+        in = view_of(sendbuf, sendcount, sendtype);
+    READY_OR_FALL_BACK(comm, cc, Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                         displs, recvtype, root, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    offered = next_step(cc);
+    copied = next_step(cc);
+    if (sendbuf != MPI_IN_PLACE) {
+        NEED_SCRATCH(cc, in.bytes);
+        mpi_errno = readable(cc, in, 0, 0, &src);
+        MPIR_ERR_CHECK(mpi_errno);
+        offer(cc, me, src, NULL, offered);
+    } else {
+        reach(cc, me, offered);
+    }
+
+    if (me == root) {
+        MPI_Aint rext = extent_of(recvtype), rsize = size_of(recvtype);
+        for (int r = 0; r < n && mpi_errno == MPI_SUCCESS; r++) {
+            if ((r == me && sendbuf == MPI_IN_PLACE) || recvcounts[r] == 0)
+                continue;
+            WAIT(cc, r, offered);
+            mpi_errno = unpack_into(view_of((char *) recvbuf + displs[r] * rext, recvcounts[r],
+                                            recvtype), slot(cc, r)->src,
+                                    recvcounts[r] * rsize, 0);
+        }
+        reach(cc, me, copied);
+    } else {
+        WAIT(cc, root, copied);
+    }
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+static int scatterv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_Aint * displs,
+                    MPI_Datatype sendtype, void *recvbuf, MPI_Aint recvcount,
+                    MPI_Datatype recvtype, int root, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
+    smheap_coll_comm_t *cc;
+    uint64_t offered, copied;
+    const void *src;
+
+    READY_OR_FALL_BACK(comm, cc, Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
+                                          recvcount, recvtype, root, comm, errflag));
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
+    offered = next_step(cc);
+    copied = next_step(cc);
+    if (me == root) {
+        mpi_errno = offer_blocks(cc, sendbuf, sendcounts, displs, sendtype, n, &src);
+        MPIR_ERR_CHECK(mpi_errno);
+        offer(cc, me, src, NULL, offered);
+        if (recvbuf != MPI_IN_PLACE && recvcount > 0)
+            mpi_errno = unpack_into(view_of(recvbuf, recvcount, recvtype), block_for(src, me),
+                                    recvcount * size_of(recvtype), 0);
+        reach(cc, me, copied);
+        WAIT_ALL(cc, n, copied);
+    } else {
+        WAIT(cc, root, offered);
+        if (recvcount > 0)
+            mpi_errno = unpack_into(view_of(recvbuf, recvcount, recvtype),
+                                    block_for(slot(cc, root)->src, me),
+                                    recvcount * size_of(recvtype), 0);
+        reach(cc, me, copied);
+    }
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+void MPIDI_CH3I_Smheap_coll_override_rooted(MPIDI_Coll_fns * table)
+{
+    table->Barrier = barrier;
+    table->Bcast = bcast;
+    table->Gather = gather;
+    table->Gatherv = gatherv;
+    table->Scatter = scatter;
+    table->Scatterv = scatterv;
+}
