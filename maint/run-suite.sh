@@ -107,7 +107,8 @@ if [ "$valgrind" = yes ]; then
         awk '/^[^#]/ && $2 == 2' "$rundir/$d/testlist" > "$rundir/$d/testlist.2" &&
             mv "$rundir/$d/testlist.2" "$rundir/$d/testlist"
     done
-    export MPITEST_PROGRAM_WRAPPER="valgrind -q --error-exitcode=1 --soname-synonyms=somalloc=nouserintercepts"
+    export HWLOC_COMPONENTS=-x86        # hwloc's CPUID probe cannot run under valgrind
+    export MPITEST_PROGRAM_WRAPPER="valgrind -q --error-exitcode=1 --soname-synonyms=somalloc=nouserintercepts --suppressions=$top/test/valgrind/mpich.supp"
     export MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-600}
 fi
 

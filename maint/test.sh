@@ -2,7 +2,8 @@
 # The project's test command (README): everything runs against build/install.
 #   1. unit tests (the project's MPICH-independent pieces, "make check" in build/project)
 #   2. checks of the installed MPICH from the outside (device, singleton, faults, the heap)
-#   3. the project's MPI tests (test/mpi) through MPICH's runtests
+#   3. the project's MPI tests (test/mpi) through MPICH's runtests; those of 2 ranks again
+#      under valgrind's memcheck
 #   4. a CI-sized subset of MPICH's own test/mpi
 #   5. 3 and 4 again on simulated nodes (maint/nodes): ranks in blocks and round-robin
 # Ends with "N passed, N failed" and exits non-zero on any failure.
@@ -377,6 +378,8 @@ check heap-patterns-within-glibc-time "${heap_on[@]}" "$top/test/checks/heap_pat
 echo "== 3. the project's MPI tests"
 "$top/maint/run-suite.sh" --project --install "$prefix" | tee "$log/project.log"
 add_counts "$log/project.log"
+"$top/maint/run-suite.sh" --project --valgrind --install "$prefix" | tee "$log/project-valgrind.log"
+add_counts "$log/project-valgrind.log"
 
 echo "== 4. MPICH's test/mpi, CI subset"
 "$top/maint/run-suite.sh" --dirs ci --install "$prefix" \

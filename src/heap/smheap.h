@@ -24,6 +24,11 @@ int smheap_in_region(const void *p);
  * can read it through the same pointer (an empty range does, wherever it points). */
 int smheap_holds(const void *p, size_t len);
 
+/* Another process of the node wrote [p, p+len) of this rank's memory (through the shared
+ * heap): memcheck, which sees only this process's stores, must take the bytes as defined
+ * there.  Nothing to do without valgrind. */
+void smheap_peer_wrote(void *p, size_t len);
+
 /* Why the heap is off ("" while it is on or has not started). */
 const char *smheap_off_reason(void);
 

@@ -235,11 +235,16 @@ PUBLIC void *realloc(void *p, size_t size)
         return NULL;
     }
     if (under_valgrind) {       /* a new block, so memcheck sees the move */
-        size_t old = smheap_engine_usable_size(p);
+        size_t old = smheap_engine_usable_size(p), n;
 
         q = malloc(size);
         if (q != NULL) {
-            memcpy(q, p, old < size ? old : size);
+            /* The old block's size as its caller asked is not known here: copy what the
+             * engine gave, past that size too, without memcheck calling it an overrun. */
+            n = old < size ? old : size;
+            VALGRIND_DISABLE_ADDR_ERROR_REPORTING_IN_RANGE(p, n);
+            memcpy(q, p, n);
+            VALGRIND_ENABLE_ADDR_ERROR_REPORTING_IN_RANGE(p, n);
             free(p);
         }
         return q;
@@ -342,6 +347,12 @@ int smheap_in_region(const void *p)
 int smheap_holds(const void *p, size_t len)
 {
     return len == 0 || ((uintptr_t) p - region_base <= region_size - len && len <= region_size);
+}
+
+void smheap_peer_wrote(void *p, size_t len)
+{
+    if (under_valgrind && len > 0)
+        VALGRIND_MAKE_MEM_DEFINED(p, len);
 }
 
 const char *smheap_off_reason(void)

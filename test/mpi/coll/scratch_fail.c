@@ -17,16 +17,22 @@
 static char outside[BYTES];     /* in .bss: never in the shared heap */
 static MPI_Comm comm;
 
+/* Allocate until the slice cannot serve a block of 2 MiB, then of 1 MiB, ... down to 64 KiB
+ * (whatever the allocator's layout left between the bigger ones): no staging buffer of the
+ * sizes below fits afterwards. */
 static int fill_slice(void **blocks)
 {
-    unsigned long long full = pvar_value("smheap_glibc_full");
     int n = 0;
 
-    while (n < MAX_BLOCKS && pvar_value("smheap_glibc_full") == full) {
-        blocks[n] = malloc(2 << 20);    /* big blocks: freed, they serve big ones again */
-        if (blocks[n] == NULL)
-            break;
-        n++;
+    for (size_t sz = 2 << 20; sz >= 64 << 10; sz /= 2) {
+        unsigned long long full = pvar_value("smheap_glibc_full");
+
+        while (n < MAX_BLOCKS && pvar_value("smheap_glibc_full") == full) {
+            blocks[n] = malloc(sz);     /* big blocks: freed, they serve big ones again */
+            if (blocks[n] == NULL)
+                break;
+            n++;
+        }
     }
     return n;
 }

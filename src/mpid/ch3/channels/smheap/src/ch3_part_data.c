@@ -284,8 +284,11 @@ int MPIDI_CH3I_Part_copy_in_place(smheap_part_t * p, int j)
         intptr_t from = MPL_MAX(lo, k * p->peer_part_sz);
         intptr_t to = MPL_MIN(hi, (k + 1) * p->peer_part_sz);
 
-        if (atomic_load_explicit(&p->peer_flags->ready[k], memory_order_relaxed) & 1)
-            continue;   /* placed by the sender */
+        if (atomic_load_explicit(&p->peer_flags->ready[k], memory_order_relaxed) & 1) {
+            /* placed by the sender (our buffer is contiguous then) */
+            smheap_peer_wrote(p->buf + p->dt_true_lb + from, to - from);
+            continue;
+        }
         mpi_errno = place(p, p->peer_buf + from, from, to - from);
     }
     MPIR_ERR_CHECK(mpi_errno);

@@ -320,6 +320,7 @@ static int copy_contig(MPIDI_VC_t * vc, MPIR_Request * rreq, char *dst, intptr_t
 
     copy_chunks(job, dst, src, len, chunk);
     wait_for_helper(job, len);
+    smheap_peer_wrote(dst, len);        /* the sender's chunks */
 
   fn_exit:
     return mpi_errno;
