@@ -12,8 +12,8 @@
 #            are reported but not counted as failures
 # --nodes    run every test on N simulated nodes (maint/nodes/mpiexec-nodes), PPN ranks
 #            per node in blocks (default 2; 1 places ranks round-robin)
-# --valgrind (with --project) run the tests of 2 ranks only, each rank under valgrind's memcheck with the
-#            shared heap kept (its errors fail the test)
+# --valgrind (with --project) run the tests of 2 ranks only, each rank under valgrind's
+#            memcheck with the shared heap kept (its errors fail the test)
 # Writes DIR/summary.tap, DIR/summary.txt (one line per test) and prints
 # "N passed, N failed"; exits non-zero if any unexpected failure.
 set -uo pipefail

@@ -262,11 +262,11 @@ two_users_at_once() {
     # and can open nothing of ours, neither in /dev/shm nor through /proc/<rank>/fd (where
     # our own user can open our heap: the probe works).
     [ "$(id -u)" = 0 ] || { echo "skipped: only root can start another user's job"; return 0; }
-    local ours_job theirs_job p f before heaps=0 ours=0 theirs=0 rc
+    local ours_job theirs_job t p f before heaps=0 ours=0 theirs=0 rc
     before=$(ls /dev/shm)
     "${heap_on[@]}" "$bin/mpiexec" -n 2 "$work/spin" > "$log/spin-ours.out" 2>&1 &
     ours_job=$!
-    for p in $(seq 1200); do grep -q running "$log/spin-ours.out" && break; sleep 0.05; done
+    for t in $(seq 1200); do grep -q running "$log/spin-ours.out" && break; sleep 0.05; done
     runuser -u nobody -- "${heap_on[@]}" timeout 120 "$bin/mpiexec" -n 3 "$work/heapshare" \
         > "$log/job-theirs.out" 2>&1 &
     theirs_job=$!
