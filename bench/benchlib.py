@@ -2,6 +2,14 @@
 import statistics
 
 
+def machine(path):
+    """The "# machine:" line of a raw file (benchlib.sh's bench_machine), for every table."""
+    for line in open(path):
+        if line.startswith("# machine: "):
+            return line[len("# machine: "):].strip()
+    return "unknown processor"
+
+
 def human(n):
     """8, 64K, 1M: sizes as the tables and plots label them."""
     if n >= 1 << 20 and n % (1 << 20) == 0:

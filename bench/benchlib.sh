@@ -1,5 +1,15 @@
-# Shell helpers shared by the benchmarks' run scripts (bench/p2p, bench/coll, bench/nodes);
-# sourced.
+# Shell helpers shared by the benchmarks' run scripts (bench/p2p, bench/coll, bench/nodes,
+# bench/part; bench/heap and bench/io for bench_machine); sourced.
+
+# bench_machine: the processor, its CPU count and its caches (size of one instance of each),
+# on one line; every table carries it, since which choices win depends on them.
+bench_machine() {
+    local model caches
+    model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
+    caches=$(lscpu -C 2>/dev/null |
+        awk 'NR > 1 && $1 != "L1i" { printf "%s%s %s", sep, $1, $2; sep = ", " }')
+    echo "${model:-unknown processor}, $(nproc) CPUs${caches:+, caches $caches}"
+}
 
 # bench_build TAG LABEL MPICC SRC EXE: compile SRC with one MPI's MPICC into EXE; one line
 # and a failure if that MPI is not there or the compile fails.

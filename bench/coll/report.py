@@ -20,7 +20,9 @@ import os
 import re
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchlib import human, med, ratio  # noqa: E402
+from benchlib import machine, human, med, ratio  # noqa: E402
+
+MACHINE = "unknown processor"  # the raw file's, set by main
 
 COLLS = ("barrier", "bcast", "reduce", "allreduce", "allgather", "gather", "scatter",
          "alltoall")
@@ -79,6 +81,7 @@ def table(vals, mpis, coll, n, cpus):
     counts = [len(v) for k, v in vals.items() if k[1] == coll and k[2] == n]
     print("\n%s, %s: %s;\n  us per call (slowest rank's average), median of %d runs"
           % (coll, placement(n, cpus), WHAT[coll], max(counts)))
+    print("  on " + MACHINE)
     if others:
         print("  %s = %s: the speedup of smheap (higher is better)"
               % (", ".join("%s/sm" % SHORT.get(m, m) for m in others),
@@ -151,7 +154,9 @@ def write_plot(vals, mpis, coll, cpus, outdir, gp):
 
 
 def main():
+    global MACHINE
     raw, outdir, cpus = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    MACHINE = machine(raw)
     vals, pvars, calls, last = read_raw(raw)
     present = {k[0] for k in vals}
     mpis = [m for m in ORDER if m in present] + sorted(present - set(ORDER))

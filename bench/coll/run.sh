@@ -87,6 +87,7 @@ record() { bench_record coll "$raw" "$@"; }
 
 {
     echo "# bench/coll/run.sh $runs QUICK=$quick, $(date -Is), $(uname -r), $cpus CPUs"
+    echo "# machine: $(bench_machine)"
     echo "# mpis: ${mpis[*]}; ranks: $ranks; colls: $colls; sizes: $sizes;" \
         "Open MPI single copy: $vader_copy"
 } >"$raw"

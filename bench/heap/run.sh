@@ -76,5 +76,6 @@ for r in $(seq "$runs"); do
     done
     echo "bench/heap: round $r of $runs done"
 done
-python3 "$top/bench/heap/report.py" "$raw" "$out" "$(lscpu | sed -n 's/^Model name: *//p' | head -1)" \
+. "$top/bench/benchlib.sh"
+python3 "$top/bench/heap/report.py" "$raw" "$out" "$(bench_machine)" \
     "$runs" ${HEAP_BENCH_LIMITS:+--limits}

@@ -42,8 +42,9 @@ for r in $(seq "$runs"); do
     echo "bench/io: round $r of $runs done"
 done
 unset MPIR_CVAR_CH3_SMHEAP_ENABLE MPIR_CVAR_CH3_SMHEAP_COLL
+. "$top/bench/benchlib.sh"
 {
-    echo "MPI-IO, $runs rounds, medians (s) and ratio to heap off; $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
+    echo "MPI-IO, $runs rounds, medians (s) and ratio to heap off; $(bench_machine)"
     awk '{v[$2, $1] = v[$2, $1] " " $3; if (!s[$2]++) t[n++] = $2}
         function med(l,   a, k, i, j, x) { k = split(l, a, " ")
             for (i = 2; i <= k; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }

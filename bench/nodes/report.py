@@ -17,7 +17,9 @@ import collections
 import os
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchlib import human, med  # noqa: E402
+from benchlib import machine, human, med  # noqa: E402
+
+MACHINE = "unknown processor"  # the raw file's, set by main
 
 CASES = (
     ("cross-lat", "2 nodes x 1 rank: p2p latency, heap buffers (us, lower is better)", "time"),
@@ -70,6 +72,7 @@ def table(vals, mpis, case, title, kind):
     others = [m for m in mpis if m != "smheap"]
     print("\n%s, median of %d runs; x<mpi> = smheap's speedup (above 1: smheap faster)"
           % (title, runs))
+    print("  on " + MACHINE)
     print(" ".join("%9s" % h for h in ["size"] + mpis + ["x" + m[:7] for m in others]))
     fmt = "%9.3f" if kind == "time" else "%9.0f"
     for size in sizes:
@@ -117,7 +120,9 @@ def gnuplot(vals, mpis, outdir):
 
 
 def main():
+    global MACHINE
     raw, outdir = sys.argv[1], sys.argv[2]
+    MACHINE = machine(raw)
     vals, pvars = read_raw(raw)
     present = {k[0] for k in vals}
     mpis = [m for m in ORDER if m in present] + sorted(present - set(ORDER))

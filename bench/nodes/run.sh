@@ -51,10 +51,9 @@ launch() {
 # record LABEL CMD...: one run into the raw file (benchlib.sh)
 record() { bench_record nodes "$raw" "$@"; }
 
-cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
 {
-    echo "# bench/nodes/run.sh $runs QUICK=$quick, $(date -Is), $(uname -r), $(nproc) CPUs" \
-        "(${cpu:-unknown processor})"
+    echo "# bench/nodes/run.sh $runs QUICK=$quick, $(date -Is), $(uname -r)"
+    echo "# machine: $(bench_machine)"
     echo "# mpis: ${mpis[*]}"
 } >"$raw"
 a=127.0.0.2 b=127.0.0.3
@@ -82,8 +81,8 @@ for r in $(seq "$runs"); do
 done
 
 {
-    echo "bench/nodes: simulated nodes on one machine, ${cpu:-unknown processor}," \
-        "$(nproc) CPUs, $runs run(s)$([ "$quick" = 1 ] && echo ", QUICK"), $(date -Is)"
+    echo "bench/nodes: simulated nodes on one machine, $runs run(s)$([ "$quick" = 1 ] &&
+        echo ", QUICK"), $(date -Is)"
     echo "MPIs: ${mpis[*]} (between nodes: smheap ch3:sock's socket code, nemesis its tcp" \
         "module; both over loopback TCP)"
     python3 "$top/bench/nodes/report.py" "$raw" "$out"

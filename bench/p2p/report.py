@@ -19,7 +19,9 @@ import collections
 import os
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchlib import human, med, ratio  # noqa: E402
+from benchlib import machine, human, med, ratio  # noqa: E402
+
+MACHINE = "unknown processor"  # the raw file's, set by main
 
 TESTS = ("lat", "bw", "bibw")
 BUFS = ("heap", "stack", "heap+8")
@@ -87,6 +89,7 @@ def table(vals, by_round, mpis, test, buf):
         head += ["pr/" + m[:4] for m in others]
     else:
         head += ["sm/mc1", "sm/mc2"]
+    print("  on " + MACHINE)
     print(" ".join("%9s" % h for h in head))
     fmt = "%9.3f" if test == "lat" else "%9.0f"
     for size in sizes:
@@ -152,7 +155,9 @@ def gnuplot(vals, mpis, outdir):
 
 
 def main():
+    global MACHINE
     raw, outdir = sys.argv[1], sys.argv[2]
+    MACHINE = machine(raw)
     vals, by_round, pvars = read_raw(raw)
     present = {k[0] for k in vals}
     mpis = [m for m in ORDER if m in present] + sorted(present - set(ORDER) - {"memcpy"})

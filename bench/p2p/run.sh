@@ -70,6 +70,7 @@ record() { bench_record p2p "$raw" "$@"; }
 {
     echo "# bench/p2p/run.sh $runs QUICK=$quick, $(date -Is), $(uname -r), $(nproc) CPUs"
     echo "# mpis: ${mpis[*]}; Open MPI single copy: $vader_copy; ulimit -s $(ulimit -s)"
+    echo "# machine: $(bench_machine)"
 } >"$raw"
 # Within a round the MPIs run back to back for each test and buffer, in an order that
 # rotates from round to round: this machine's speed drifts over seconds (other tenants), so

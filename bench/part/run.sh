@@ -34,10 +34,10 @@ launch() {
     esac
 }
 
-cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
+machine=$(bench_machine)
 {
-    echo "# bench/part/run.sh $runs $args, $(date -Is), $(uname -r), $(nproc) CPUs" \
-        "(${cpu:-unknown processor})"
+    echo "# bench/part/run.sh $runs $args, $(date -Is), $(uname -r)"
+    echo "# machine: $machine"
     echo "# mpis: ${mpis[*]}"
 } >"$raw"
 for r in $(seq "$runs"); do
@@ -51,8 +51,8 @@ for r in $(seq "$runs"); do
 done
 
 {
-    echo "bench/part: 2 ranks on one node, ${cpu:-unknown processor}, $(nproc) CPUs," \
-        "$runs run(s), $(date -Is)"
+    echo "bench/part: 2 ranks on one node, $runs run(s), $(date -Is)"
+    echo "machine: $machine"
     python3 - "$raw" <<'PY'
 import re, statistics, sys
 vals = {}
