@@ -6,8 +6,6 @@
 
 #include "mpidi_ch3_impl.h"
 #include <sched.h>
-#include <stdio.h>
-#include <time.h>
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -25,9 +23,7 @@ cvars:
         before it starts yielding the CPU.  Larger values lower latency when every rank
         has a core of its own; spinning only delays the peer it waits for when the ranks
         outnumber their CPUs.  -1 chooses: 2000, or 0 when the node's ranks outnumber the
-        CPUs their affinity masks allow between them; and a wait that lasts stops
-        spinning when more threads are runnable on the machine than those CPUs (the
-        application's own threads, say).
+        CPUs their affinity masks allow between them.
 
     - name        : MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS
       category    : CH3
@@ -349,44 +345,6 @@ static int poll_once(int *made_progress)
  * peer a spinning rank waits for may be the one it keeps from running, so it yields at once
  * (spin_polls 0, chosen in MPIDI_CH3I_Progress_init). */
 static int spin_polls, yield_polls;
-static int spin_auto;           /* spin_polls is ours to choose, not the user's */
-
-/* A wait still idle after this many polls asks whether the CPUs are contended. */
-#define SMHEAP_CONTENTION_POLLS 64
-#define SMHEAP_CONTENTION_CHECK_NSEC (1000 * 1000L)     /* the answer holds this long */
-
-/* Are more threads runnable on the machine right now than the CPUs our ranks may use?
- * Then the thread a spinning rank waits for (a peer rank, or one of the application's
- * threads that will give it something to receive) may be the one it keeps from running.
- * The kernel's count (/proc/loadavg's "runnable/total") includes this thread; reading it
- * costs a few microseconds, so an answer is kept for a millisecond. */
-static int cpus_contended(void)
-{
-    static long long valid_until;
-    static int contended, no_loadavg;
-    struct timespec now;
-    long long ns;
-    int runnable = 0;
-    FILE *f;
-
-    if (no_loadavg)
-        return FALSE;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    ns = now.tv_sec * 1000000000LL + now.tv_nsec;
-    if (ns < valid_until)
-        return contended;
-    f = fopen("/proc/loadavg", "r");
-    if (f == NULL || fscanf(f, "%*f %*f %*f %d/", &runnable) != 1) {
-        no_loadavg = TRUE;      /* no /proc: keep the choice made at MPI_Init */
-        if (f)
-            fclose(f);
-        return FALSE;
-    }
-    fclose(f);
-    contended = runnable > smheap_queue.node_cpus;
-    valid_until = ns + SMHEAP_CONTENTION_CHECK_NSEC;
-    return contended;
-}
 
 /* MPICH's global lock may be held recursively; release it for the duration of fn(arg), as
  * MPIDU_Thread_yield does around its yield, so the application's other threads can use MPI
@@ -511,11 +469,6 @@ static int wait_until(int (*ready) (void *), void *arg)
         if (made_progress) {
             idle = 0;
         } else if (++idle < spin_polls) {
-            if (idle == SMHEAP_CONTENTION_POLLS && spin_auto && cpus_contended()) {
-                MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_contended_waits, 1);
-                idle = spin_polls;      /* yield from now on */
-                continue;
-            }
 #ifdef MPICH_IS_THREADED
             /* let the application's other threads into MPI now and then */
             if ((idle & 63) == 0)
@@ -604,7 +557,6 @@ size_t MPIDI_CH3I_Progress_spin_polls(void)
 
 static void choose_spin(void)
 {
-    spin_auto = MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS < 0;
     spin_polls = MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS;
     if (spin_polls < 0)
         spin_polls = oversubscribed()? 0 : SMHEAP_SPIN_POLLS_ALONE;
