@@ -72,12 +72,17 @@ if [ -n "$nodes" ]; then
     chmod +x "$mpiexec"
 fi
 
-if [ ! -f "$obj/Makefile" ] || [ "$(cat "$obj/.prefix" 2>/dev/null)" != "$prefix" ]; then
+# Fortran (f77, f90, f08) and C++ directories as the MPICH under test has the bindings.
+test_config=(--with-mpi="$prefix" --enable-threads=multiple)
+[ -x "$prefix/bin/mpifort" ] || test_config+=(--disable-fortran)
+[ -x "$prefix/bin/mpicxx" ] || test_config+=(--disable-cxx)
+if [ ! -f "$obj/Makefile" ] || [ "$(cat "$obj/.configured" 2>/dev/null)" != "${test_config[*]}" ]
+then
     echo "== configuring MPICH's test/mpi against $prefix"
     rm -rf "$obj" && mkdir -p "$obj"
-    (cd "$obj" && "$src/test/mpi/configure" --with-mpi="$prefix" --disable-fortran --disable-cxx \
-        --enable-threads=multiple > configure.log 2>&1) || { tail -20 "$obj/configure.log"; exit 2; }
-    echo "$prefix" > "$obj/.prefix"
+    (cd "$obj" && "$src/test/mpi/configure" "${test_config[@]}" > configure.log 2>&1) ||
+        { tail -20 "$obj/configure.log"; exit 2; }
+    echo "${test_config[*]}" > "$obj/.configured"
 fi
 
 runtests="$obj/runtests"
@@ -87,7 +92,7 @@ if [ "$project" = yes ]; then
     testsrc="$top/test/mpi"
     rundir="$BUILD_DIR/tests/project-$device$layout"
     rm -rf "$rundir" && mkdir -p "$rundir" && cp -r "$testsrc"/. "$rundir"/
-    export MPICC="$prefix/bin/mpicc"
+    export MPICC="$prefix/bin/mpicc" MPIFORT="$prefix/bin/mpifort" MPICXX="$prefix/bin/mpicxx"
     [ "$dirs" = ci ] && dirs=all
 else
     rundir="$obj"

@@ -107,8 +107,10 @@ if [ "$(cat "$src/.smheap-extract" 2>/dev/null)" != "$(extract_inputs)" ]; then
 fi
 
 export CCACHE_DIR="${CCACHE_DIR:-$BUILD_DIR/ccache}"
-cc="gcc"
-command -v ccache >/dev/null && cc="ccache gcc"
+# ccache through its masquerade directory, so the installed wrappers (mpicc, mpicxx) name
+# the plain compilers.
+[ -d /usr/lib/ccache ] && export PATH="/usr/lib/ccache:$PATH"
+compilers="CC=gcc CXX=g++ FC=gfortran"     # part of a build's configuration (below)
 
 # jemalloc for the shared heap, from Debian's source package (with Debian's patches):
 # public API renamed to smheap_je_* and hidden, so it never competes with any other malloc;
@@ -133,22 +135,30 @@ if [ "$(cat "$jemalloc/.smheap-stamp" 2>/dev/null)" != "$jemalloc_stamp" ]; then
         patch -s -d "$BUILD_DIR/jemalloc-src" -p1 < "$p"
     done
     mkdir -p "$jemalloc"
-    (cd "$jemalloc" && CC="$cc" "$BUILD_DIR/jemalloc-src/configure" "${jemalloc_flags[@]}" \
+    (cd "$jemalloc" && CC=gcc "$BUILD_DIR/jemalloc-src/configure" "${jemalloc_flags[@]}" \
         > configure.log 2>&1 && make -j"$(nproc)" build_lib_static > make.log 2>&1) ||
         { tail -30 "$jemalloc"/*.log; exit 1; }
     echo "$jemalloc_stamp" > "$jemalloc/.smheap-stamp"
 fi
-common_flags=(--disable-fortran --disable-cxx --with-hwloc=/usr --enable-fast=O2
+common_flags=(--enable-fortran=all --enable-cxx --with-hwloc=/usr --enable-fast=O2
               --enable-threads=multiple --disable-static)
 
 build_one() {  # device objdir prefix [configure options]
     local device=$1 obj=$2 prefix=$3
+    local args=(--prefix="$prefix" --with-device="$device" "${common_flags[@]}" "${@:4}")
     mkdir -p "$obj"
-    if [ ! -f "$obj/Makefile" ]; then
+    if [ ! -f "$obj/Makefile" ] ||
+       [ "$(cat "$obj/.smheap-configured" 2>/dev/null)" != "$compilers ${args[*]}" ]
+    then
         echo "== configure $device -> $prefix"
-        (cd "$obj" && CC="$cc" "$src/configure" --prefix="$prefix" --with-device="$device" \
-            "${common_flags[@]}" "${@:4}" > configure.log 2>&1) ||
+        rm -f "$obj/.smheap-configured"
+        # gfortran >= 10 rejects mpif.h-style calls with differently typed buffers unless
+        # told to allow them (Debian builds its MPICH the same way).
+        (cd "$obj" && env $compilers F77=gfortran \
+            FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch \
+            "$src/configure" "${args[@]}" > configure.log 2>&1) ||
             { tail -40 "$obj/configure.log"; exit 1; }
+        echo "$compilers ${args[*]}" > "$obj/.smheap-configured"
     fi
     echo "== make $device"
     (cd "$obj" && make -j"$(nproc)" > make.log 2>&1 && make install > install.log 2>&1) ||

@@ -338,6 +338,22 @@ dlopen_libmpi() {
     echo "$out" | grep -q 'No Errors' &&
         [ "$(echo "$out" | grep -c "$heap_off_line: malloc is not the shared heap's")" = 1 ]
 }
+debian_program_runs() {
+    # Programs built with Debian's own MPICH 4.0.2 (libmpich-dev: mpicc.mpich, mpifort.mpich)
+    # run unmodified here: they load libmpich.so.12 (and libmpichfort.so.12), which this
+    # install provides, found through LD_LIBRARY_PATH.  The programs' own MPI_T checks prove
+    # that the heap and single-copy paths ran: under Debian's library they find no smheap
+    # counters and fail.
+    local lib="$prefix/lib" p out
+    for p in single_copy alloc90; do
+        LD_LIBRARY_PATH="$lib" ldd "$work/debian_$p" | grep "libmpich" || return 1
+        LD_LIBRARY_PATH="$lib" ldd "$work/debian_$p" | grep -q "libmpich.so.12 => $lib/" ||
+            return 1
+        out=$(LD_LIBRARY_PATH="$lib" timeout 120 "$bin/mpiexec" -n 2 "$work/debian_$p" 2>&1)
+        echo "$out"
+        echo "$out" | grep -q 'No Errors' || return 1
+    done
+}
 # memcheck replaces every malloc it finds unless told --soname-synonyms=somalloc=
 # nouserintercepts; both ways must work.
 vg_keep_heap=(valgrind --soname-synonyms=somalloc=nouserintercepts)
@@ -370,6 +386,10 @@ valgrind_reports() {
 "$bin/mpicc" -o "$work/faults" "$top/test/checks/faults.c" || failed=$((failed + 1))
 "$bin/mpicc" -o "$work/fill_heap" "$top/test/checks/fill_heap.c" || failed=$((failed + 1))
 "$bin/mpicc" -o "$work/spin_choice" "$top/test/checks/spin_choice.c" || failed=$((failed + 1))
+mpicc.mpich -o "$work/debian_single_copy" "$top/test/mpi/pt2pt/single_copy.c" &&
+    mpicc.mpich -c -o "$work/debian_counters.o" "$top/test/mpi/fortran/counters.c" &&
+    mpifort.mpich -o "$work/debian_alloc90" "$top/test/mpi/fortran/alloc90.f90" \
+        "$work/debian_counters.o" || failed=$((failed + 1))
 gcc -I"$prefix/include" -DLIBMPI="\"$prefix/lib/libmpi.so\"" -o "$work/dlopen_mpi" \
     "$top/test/checks/dlopen_mpi.c" -ldl || failed=$((failed + 1))
 
@@ -387,6 +407,7 @@ check tmpfs-full-later tmpfs_full_later
 check malformed-setting-stops-job malformed_setting_stops_job
 check shm-too-small shm_too_small
 check dlopen-libmpi dlopen_libmpi
+check debian-built-program-runs debian_program_runs
 check spin-chosen-by-cpus spin_chosen_by_cpus
 check valgrind-clean valgrind_clean
 check valgrind-reports-use-after-free-and-leak valgrind_reports

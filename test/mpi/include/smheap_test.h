@@ -42,6 +42,27 @@ static inline unsigned long long pvar_value(const char *name)
     return v;
 }
 
+/* Does [p, p+len) lie in this job's shared heap?  The heap is a mapping of a file named
+ * /dev/shm/smheap-<job> (unlinked once every rank has opened it); read the mappings. */
+static inline int in_shared_heap(const void *p, size_t len)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[512];
+    int yes = 0;
+
+    if (maps == NULL)
+        return 0;
+    while (!yes && fgets(line, sizeof(line), maps)) {
+        unsigned long lo, hi;
+
+        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && strstr(line, "/smheap-") &&
+            (unsigned long) p >= lo && (unsigned long) p + len <= hi)
+            yes = 1;
+    }
+    fclose(maps);
+    return yes;
+}
+
 /* The processor (host) name of every rank of comm, in rank order (free() it): each
  * simulated node of maint/nodes has its own. */
 static inline char (*host_names(MPI_Comm comm))[MPI_MAX_PROCESSOR_NAME]
@@ -51,7 +72,8 @@ static inline char (*host_names(MPI_Comm comm))[MPI_MAX_PROCESSOR_NAME]
 
     MPI_Comm_size(comm, &size);
     MPI_Get_processor_name(name, &len);
-    char (*all)[MPI_MAX_PROCESSOR_NAME] = calloc(size, sizeof(*all));
+    char (*all)[MPI_MAX_PROCESSOR_NAME] =
+        (char (*)[MPI_MAX_PROCESSOR_NAME]) calloc(size, sizeof(*all));
     MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME,
                   MPI_CHAR, comm);
     return all;

@@ -87,4 +87,18 @@ lib_libsmheap_tls_la_SOURCES = src/heap/smheap_tls.c
 lib_libsmheap_tls_la_LDFLAGS = -version-info 0:0:0
 pmpi_convenience_libs += lib/libsmheap_tls.la
 
+# Debian's MPICH 4.0.2 (libmpich12) has this ABI under its own library names: a program built
+# with Debian's libmpich-dev loads libmpich.so.12 (libmpichfort.so.12, libmpichcxx.so.12 for
+# Fortran and C++), so these names let it run on this MPICH without relinking.
+INSTALL_DATA_LOCAL_TARGETS += smheap-install-debian-names
+smheap-install-debian-names:
+	$(MKDIR_P) $(DESTDIR)$(libdir)
+	cd $(DESTDIR)$(libdir) && $(LN_S) -f lib@MPILIBNAME@.so.12 libmpich.so.12
+if BUILD_F77_BINDING
+	cd $(DESTDIR)$(libdir) && $(LN_S) -f lib@MPIFCLIBNAME@.so.12 libmpichfort.so.12
+endif BUILD_F77_BINDING
+if BUILD_CXX_BINDING
+	cd $(DESTDIR)$(libdir) && $(LN_S) -f lib@MPICXXLIBNAME@.so.12 libmpichcxx.so.12
+endif BUILD_CXX_BINDING
+
 endif BUILD_CH3_SMHEAP
