@@ -342,10 +342,10 @@ debian_program_runs() {
     # Programs built with Debian's own MPICH 4.0.2 (libmpich-dev: mpicc.mpich, mpifort.mpich)
     # run unmodified here: they load libmpich.so.12 (and libmpichfort.so.12), which this
     # install provides, found through LD_LIBRARY_PATH.  The programs' own MPI_T checks prove
-    # that the heap and single-copy paths ran: under Debian's library they find no smheap
-    # counters and fail.
+    # that the heap and single-copy paths ran (and ring77, which calls only libmpichfort,
+    # that the heap serves malloc): under Debian's library they find no smheap counters.
     local lib="$prefix/lib" p out
-    for p in single_copy alloc90; do
+    for p in single_copy ring77 alloc90; do
         LD_LIBRARY_PATH="$lib" ldd "$work/debian_$p" | grep "libmpich" || return 1
         LD_LIBRARY_PATH="$lib" ldd "$work/debian_$p" | grep -q "libmpich.so.12 => $lib/" ||
             return 1
@@ -386,10 +386,17 @@ valgrind_reports() {
 "$bin/mpicc" -o "$work/faults" "$top/test/checks/faults.c" || failed=$((failed + 1))
 "$bin/mpicc" -o "$work/fill_heap" "$top/test/checks/fill_heap.c" || failed=$((failed + 1))
 "$bin/mpicc" -o "$work/spin_choice" "$top/test/checks/spin_choice.c" || failed=$((failed + 1))
-mpicc.mpich -o "$work/debian_single_copy" "$top/test/mpi/pt2pt/single_copy.c" &&
-    mpicc.mpich -c -o "$work/debian_counters.o" "$top/test/mpi/fortran/counters.c" &&
-    mpifort.mpich -o "$work/debian_alloc90" "$top/test/mpi/fortran/alloc90.f90" \
-        "$work/debian_counters.o" || failed=$((failed + 1))
+build_with_debian_mpich() {
+    local p
+    mpicc.mpich -o "$work/debian_single_copy" "$top/test/mpi/pt2pt/single_copy.c" &&
+        mpicc.mpich -shared -fPIC -o "$work/libcounters.so" "$top/test/mpi/fortran/counters.c" ||
+        return 1
+    for p in ring77.f alloc90.f90; do
+        mpifort.mpich -o "$work/debian_${p%.*}" "$top/test/mpi/fortran/$p" \
+            "$work/libcounters.so" -Wl,-rpath,"$work" || return 1
+    done
+}
+build_with_debian_mpich || failed=$((failed + 1))
 gcc -I"$prefix/include" -DLIBMPI="\"$prefix/lib/libmpi.so\"" -o "$work/dlopen_mpi" \
     "$top/test/checks/dlopen_mpi.c" -ldl || failed=$((failed + 1))
 

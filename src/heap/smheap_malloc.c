@@ -21,6 +21,7 @@
 #include "smheap.h"
 #include "smheap_config.h"
 #include "smheap_engine.h"
+#include "smheap_family.h"
 #include "smheap_region.h"
 #include "smheap_valgrind.h"
 
@@ -317,6 +318,19 @@ PUBLIC void *pvalloc(size_t size)
     return aligned_block(page, rounded ? rounded : page);
 }
 
+/* glibc's own malloc_usable_size (it has no __libc_ name).  Asked of libc itself: the
+ * "next" definition after this library is not libc's when libc loads first (a Fortran
+ * program's libmpi, see smheap_family.h). */
+static size_t (*libc_usable_size(void))(void *)
+{
+    void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    void *fn = libc != NULL ? dlsym(libc, "malloc_usable_size") : NULL;
+
+    if (fn == NULL)
+        abort();        /* glibc without malloc_usable_size: nothing sensible to return */
+    return (size_t (*)(void *)) fn;
+}
+
 PUBLIC size_t malloc_usable_size(void *p)
 {
     static size_t (*glibc_usable_size)(void *);
@@ -326,7 +340,7 @@ PUBLIC size_t malloc_usable_size(void *p)
     if (in_region(p))
         return smheap_engine_usable_size(p);
     if (glibc_usable_size == NULL)
-        glibc_usable_size = (size_t (*)(void *)) dlsym(RTLD_NEXT, "malloc_usable_size");
+        glibc_usable_size = libc_usable_size();
     return glibc_usable_size(p);
 }
 
@@ -412,14 +426,46 @@ extern __typeof(memalign) smheap_own_memalign
 extern __typeof(calloc) smheap_own_calloc
     __attribute__((alias("calloc"), visibility("hidden"), copy(calloc)));
 
+/* The family again under names of its own, for a library that forwards to it. */
+#define EXPORT_AGAIN(name) \
+    extern __typeof(name) smheap_family_##name \
+        __attribute__((alias(#name), visibility("default"), copy(name)))
+EXPORT_AGAIN(malloc);
+EXPORT_AGAIN(free);
+EXPORT_AGAIN(calloc);
+EXPORT_AGAIN(realloc);
+EXPORT_AGAIN(memalign);
+EXPORT_AGAIN(aligned_alloc);
+EXPORT_AGAIN(posix_memalign);
+EXPORT_AGAIN(valloc);
+EXPORT_AGAIN(pvalloc);
+EXPORT_AGAIN(malloc_usable_size);
+
+static const struct smheap_forwarders *_Atomic forwarders;
+
+PUBLIC void smheap_family_forwarded(const struct smheap_forwarders *f)
+{
+    atomic_store(&forwarders, f);
+}
+
 /* The family as this library's callers resolve it: through the dynamic linker, so the
  * test fails if another definition (a preloaded allocator, or the program's own libc when
- * libmpi was dlopen()ed) is the one in use. */
+ * libmpi was dlopen()ed) is the one in use.  The definitions of a forwarding library
+ * (smheap_family.h) count as the heap's own. */
 static void *(*volatile malloc_fn)(size_t) = malloc;
 static void *(*volatile realloc_fn)(void *, size_t) = realloc;
 static void *(*volatile memalign_fn)(size_t, size_t) = memalign;
 static void (*volatile free_fn)(void *) = free;
 static void *(*volatile calloc_fn)(size_t, size_t) = calloc;
+
+static int family_is_ours(void)
+{
+    const struct smheap_forwarders *f = atomic_load(&forwarders);
+
+#define OURS(name) (name##_fn == smheap_own_##name || (f != NULL && name##_fn == f->name##_fn))
+    return OURS(malloc) && OURS(free) && OURS(calloc) && OURS(realloc) && OURS(memalign);
+#undef OURS
+}
 
 /* A block of a few MiB from call: it must be the heap's, and freeing it must give its
  * pages back to the heap (blocks that big skip the thread caches). */
@@ -447,9 +493,7 @@ int smheap_selftest(char *why, size_t why_len)
     const size_t mib = (size_t) 1 << 20;
     void *p;
 
-    if (malloc_fn != smheap_own_malloc || free_fn != smheap_own_free ||
-        realloc_fn != smheap_own_realloc || memalign_fn != smheap_own_memalign ||
-        calloc_fn != smheap_own_calloc) {
+    if (!family_is_ours()) {
         snprintf(why, why_len, "malloc is not the shared heap's here (another allocator "
                  "was preloaded or linked first, or libmpi was loaded with dlopen)");
         return -1;

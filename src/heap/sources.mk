@@ -7,6 +7,7 @@ smheap_heap_headers =                                      \
     src/heap/smheap.h                                      \
     src/heap/smheap_config.h                               \
     src/heap/smheap_engine.h                               \
+    src/heap/smheap_family.h                               \
     src/heap/smheap_region.h                               \
     src/heap/smheap_stats.h                                \
     src/heap/smheap_valgrind.h

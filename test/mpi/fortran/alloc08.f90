@@ -19,6 +19,10 @@ program alloc08
       integer(c_long_long), intent(in) :: bytes
       integer(c_int), intent(out) :: yes
     end subroutine
+    subroutine smheap_heap_enabled(on) bind(C, name='smheap_heap_enabled_')
+      import :: c_int
+      integer(c_int), intent(out) :: on
+    end subroutine
     subroutine smheap_same_node(a, b, yes) bind(C, name='smheap_same_node_')
       import :: c_int
       integer(c_int), intent(in) :: a, b
@@ -28,7 +32,7 @@ program alloc08
   integer, parameter :: n = 524288, rounds = 4, m = 131072
   real(c_double), allocatable, target :: sbuf(:), rbuf(:), part(:), sums(:)
   integer :: rank, nranks, left, right, r, i, errs, total
-  integer(c_int) :: local, with_root, all_local, inheap(2)
+  integer(c_int) :: local, with_root, all_local, inheap(2), enabled
   integer(c_long_long) :: shared, sc0, sc1, coll0, coll1
   type(MPI_Request) :: reqs(2)
 
@@ -45,6 +49,11 @@ program alloc08
   if (shared < 0) then
     errs = errs + 1
     print *, 'no smheap counters: this MPI is not ch3:smheap'
+  end if
+  call smheap_heap_enabled(enabled)
+  if (enabled == 1 .and. shared /= 1) then
+    errs = errs + 1
+    print *, 'the shared heap is enabled but does not serve malloc'
   end if
 
   allocate(sbuf(n), rbuf(n), part(m), sums(m))

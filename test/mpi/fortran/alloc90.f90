@@ -9,7 +9,7 @@ program alloc90
   integer, parameter :: n = 524288, rounds = 3
   double precision, allocatable :: sbuf(:), rbuf(:), grown(:), wide(:)
   integer :: rank, nranks, left, right, ierr, r, i, errs, total, local, vec
-  integer :: reqs(2), inheap(4)
+  integer :: reqs(2), inheap(4), enabled
   integer(8) :: shared, sc0, sc1, bytes
 
   call mpi_init(ierr)
@@ -23,6 +23,11 @@ program alloc90
   if (shared < 0) then
     errs = errs + 1
     print *, 'no smheap counters: this MPI is not ch3:smheap'
+  end if
+  call smheap_heap_enabled(enabled)
+  if (enabled == 1 .and. shared /= 1) then
+    errs = errs + 1
+    print *, 'the shared heap is enabled but does not serve malloc'
   end if
 
   allocate(sbuf(n), rbuf(n), wide(2 * n))

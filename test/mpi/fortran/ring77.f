@@ -1,6 +1,8 @@
 C     Fixed-form Fortran with mpif.h: a ring of 4 MiB messages between static arrays, which
 C     lie outside the shared heap.  The data arrive intact, and the channel's counters show
 C     the fallback for such buffers: staged through the heap, never single-copy, on one node.
+C     The program calls only libmpifort, the case where libmpi loads after libc: the shared
+C     heap must still serve malloc.
       program ring77
       implicit none
       include 'mpif.h'
@@ -8,8 +10,8 @@ C     the fallback for such buffers: staged through the heap, never single-copy,
       parameter (n = 524288, rounds = 3)
       double precision sbuf(n), rbuf(n)
       integer rank, nranks, left, right, ierr, i, r, errs, total
-      integer status(MPI_STATUS_SIZE), local
-      integer*8 sc0, sc1, st0, st1
+      integer status(MPI_STATUS_SIZE), local, enabled
+      integer*8 shared, sc0, sc1, st0, st1
       save sbuf, rbuf
 
       call mpi_init(ierr)
@@ -19,6 +21,12 @@ C     the fallback for such buffers: staged through the heap, never single-copy,
       left = mod(rank + nranks - 1, nranks)
       errs = 0
       call smheap_same_node(rank, right, local)
+      call smheap_heap_enabled(enabled)
+      call smheap_pvar('smheap_heap_shared', 18, shared)
+      if (enabled .eq. 1 .and. shared .ne. 1) then
+         errs = errs + 1
+         print *, 'the shared heap is enabled but does not serve malloc'
+      end if
       call smheap_pvar('smheap_single_copy_msgs', 23, sc0)
       if (sc0 .lt. 0) then
          errs = errs + 1

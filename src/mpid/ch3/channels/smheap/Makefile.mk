@@ -87,6 +87,15 @@ lib_libsmheap_tls_la_SOURCES = src/heap/smheap_tls.c
 lib_libsmheap_tls_la_LDFLAGS = -version-info 0:0:0
 pmpi_convenience_libs += lib/libsmheap_tls.la
 
+# libmpifort carries the malloc family too, forwarded to the heap: a Fortran program that
+# calls only libmpifort loads libmpi after libc (src/heap/smheap_family.h says why).  Not
+# with a separate profiling library, which compiles the F77 sources in as well.
+if BUILD_F77_BINDING
+if !BUILD_PROFILING_LIB
+mpi_f77_sources += src/heap/smheap_forward.c
+endif !BUILD_PROFILING_LIB
+endif BUILD_F77_BINDING
+
 # Debian's MPICH 4.0.2 (libmpich12) has this ABI under its own library names: a program built
 # with Debian's libmpich-dev loads libmpich.so.12 (libmpichfort.so.12, libmpichcxx.so.12 for
 # Fortran and C++), so these names let it run on this MPICH without relinking.
