@@ -22,6 +22,9 @@ for arg in "$@"; do
     esac
 done
 
+step() { echo "== [$(date -u -d "@$SECONDS" +%M:%S)] $*"; }    # minutes:seconds so far
+
+step "packages and sources (maint/deps.sh)"
 "$top/maint/deps.sh"
 
 src="$BUILD_DIR/mpich-$MPICH_VERSION"
@@ -59,7 +62,7 @@ extract_inputs() {
     done | sha256sum | cut -d' ' -f1
 }
 regen_extracted() {
-    echo "== extracting error messages and CVARs"
+    step "extracting error messages and CVARs"
     (cd "$src" &&
         maint/extracterrmsgs -careful=unusederr.txt -skip=src/util/multichannel/mpi.c \
             $(cat maint/errmsgdirs) > .tmp 2> .err &&
@@ -75,7 +78,7 @@ graft_inputs() {
 }
 stamp="$src/.smheap-graft"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$(graft_inputs)" ]; then
-    echo "== preparing MPICH $MPICH_VERSION source in $src"
+    step "preparing MPICH $MPICH_VERSION source in $src"
     rm -rf "$src"
     tar -C "$BUILD_DIR" -xf "$DL_DIR/mpich_${MPICH_VERSION}.orig.tar.xz"
     for p in "$top"/maint/patches/*.patch; do
@@ -83,9 +86,14 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$(graft_inputs)" ]; then
         patch -s -d "$src" -p1 < "$p"
     done
     sync_graft
-    # Regenerate only what the graft needs: -quick skips the bundled submodules.
-    echo "== autogen.sh -quick (about 3 minutes)"
-    (cd "$src" && ./autogen.sh -quick > "$BUILD_DIR/autogen.log" 2>&1) ||
+    # Regenerate only what the graft changes: the top-level configure (subsys_include.m4
+    # lists the channel's subconfigure.m4) and Makefile.in (the channel's Makefile.mk).  The
+    # release tarball already holds the generated bindings and the bundled packages'
+    # configure scripts; error messages and CVARs are extracted below.
+    step "autogen.sh, top level only"
+    (cd "$src" && ./autogen.sh -quick -without-bindings -without-geterrmsgs \
+        -without-getcvars -without-test -without-hydra -without-hwloc -without-json \
+        > "$BUILD_DIR/autogen.log" 2>&1) ||
         { tail -30 "$BUILD_DIR/autogen.log"; exit 1; }
     grep -q "channels/smheap/subconfigure.m4" "$src/subsys_include.m4"
     rm -f "$src/.smheap-extract"        # extracted again below, with the graft's CVARs
@@ -126,7 +134,7 @@ jemalloc_flags=(--with-jemalloc-prefix=smheap_je_ --with-private-namespace=smhea
 jemalloc_stamp="$( (echo "$JEMALLOC_DEB_VERSION ${jemalloc_flags[*]}";
                     cat "$top"/maint/patches/jemalloc/*.patch) | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$jemalloc/.smheap-stamp" 2>/dev/null)" != "$jemalloc_stamp" ]; then
-    echo "== jemalloc $JEMALLOC_DEB_VERSION for the shared heap"
+    step "jemalloc $JEMALLOC_DEB_VERSION for the shared heap"
     rm -rf "$jemalloc" "$BUILD_DIR/jemalloc-src"
     dpkg-source --no-check -x "$DL_DIR/jemalloc_${JEMALLOC_DEB_VERSION}.dsc" \
         "$BUILD_DIR/jemalloc-src" > /dev/null
@@ -150,7 +158,7 @@ build_one() {  # device objdir prefix [configure options]
     if [ ! -f "$obj/Makefile" ] ||
        [ "$(cat "$obj/.smheap-configured" 2>/dev/null)" != "$compilers ${args[*]}" ]
     then
-        echo "== configure $device -> $prefix"
+        step "configure $device -> $prefix"
         rm -f "$obj/.smheap-configured"
         # gfortran >= 10 rejects mpif.h-style calls with differently typed buffers unless
         # told to allow them (Debian builds its MPICH the same way).
@@ -160,7 +168,7 @@ build_one() {  # device objdir prefix [configure options]
             { tail -40 "$obj/configure.log"; exit 1; }
         echo "$compilers ${args[*]}" > "$obj/.smheap-configured"
     fi
-    echo "== make $device"
+    step "make $device"
     (cd "$obj" && make -j"$(nproc)" > make.log 2>&1 && make install > install.log 2>&1) ||
         { grep -B5 -A5 -m5 -E "error|Error" "$obj/make.log" | tail -60; exit 1; }
 }
@@ -170,6 +178,7 @@ if [ "$with_nemesis" = yes ]; then
     build_one ch3:nemesis "$BUILD_DIR/nemesis/obj" "$BUILD_DIR/nemesis/install"
 fi
 # The project's own build (unit tests), out of tree in build/project.
+step "the project's unit tests (build/project)"
 if [ ! -f "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ] ||
    [ "$top/Makefile.am" -nt "$top/Makefile.in" ]; then
     (cd "$top" && autoreconf -i > "$BUILD_DIR/autoreconf.log" 2>&1) ||
@@ -186,3 +195,4 @@ fi
 make -s -C "$BUILD_DIR/project" > /dev/null
 
 "$BUILD_DIR/install/bin/mpichversion" | grep -i device
+step "done"

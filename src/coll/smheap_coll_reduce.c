@@ -216,6 +216,12 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint rec
     offer(cc, me, src, NULL, offered);
     WAIT_ALL(cc, n, offered);
     mpi_errno = reduce_inputs(cc, n, me * recvcount, recvcount, extent, dt, op, recvbuf);
+    /* In place, MPICH's own algorithms leave the result in this rank's block of the buffer
+     * as well, and programs read it there (MPICH's cxx/coll/redscatblk); no other rank
+     * reads that block. */
+    if (in_place && me != 0 && mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPIR_Localcopy(recvbuf, recvcount, dt,
+                                   (char *) recvbuf + me * recvcount * extent, recvcount, dt);
     reach(cc, me, reduced);
     WAIT_ALL(cc, n, reduced);
     MPIR_ERR_CHECK(mpi_errno);
