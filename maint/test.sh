@@ -312,7 +312,8 @@ two_users_at_once() {
 }
 spin_chosen_by_cpus() {
     # Ranks that outnumber the CPUs their affinity allows them do not spin while waiting (the
-    # peer they wait for may need that CPU); ranks with a CPU each do; the setting overrides.
+    # peer they wait for may need that CPU), and yield it while they poll with MPI_Test; ranks
+    # with a CPU each spin and poll without yielding; the setting overrides.
     local one all set
     one=$(timeout 120 taskset -c 0 "$bin/mpiexec" -n 3 "$work/spin_choice" 2>&1)
     all=$(timeout 120 "$bin/mpiexec" -n 1 "$work/spin_choice" 2>&1)
@@ -320,8 +321,10 @@ spin_chosen_by_cpus() {
         "$work/spin_choice" 2>&1)
     printf '%s\n' "$one" "$all" "$set"
     echo "$one" | grep -q 'node_cpus=1 spin_polls=0$' && echo "$one" | grep -q 'No Errors' &&
+        echo "$one" | grep -q 'test_yields=[1-9]' &&
         echo "$all" | grep -q "node_cpus=$(nproc) spin_polls=2000$" &&
-        echo "$set" | grep -q 'node_cpus=1 spin_polls=77$' && echo "$set" | grep -q 'No Errors'
+        echo "$set" | grep -q 'node_cpus=1 spin_polls=77$' && echo "$set" | grep -q 'No Errors' &&
+        echo "$set" | grep -q 'test_yields=0$'
 }
 wrapper_script_shares_heap() {
     # Ranks started through a shell that does not exec them (a job script's wrapper) are

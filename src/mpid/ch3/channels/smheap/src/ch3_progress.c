@@ -499,10 +499,31 @@ static int completion_pending(void *arg)
         state->ch.completion_count;
 }
 
+/* A program that polls with MPI_Test (or a generalized request's poll function, as ROMIO's
+ * nonblocking collective I/O has MPI_Wait do) never waits in the channel.  When waits do
+ * not spin (the node's ranks outnumber their CPUs, or MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS=0),
+ * the peer it polls for may need this very CPU: after a few fruitless polls in a row, each
+ * further one yields it. */
+#define IDLE_TESTS_BEFORE_YIELD 8
+static int idle_tests;
+
+static int test_once(void)
+{
+    int mpi_errno, made_progress = FALSE;
+
+    mpi_errno = poll_once(&made_progress);
+    if (made_progress || spin_polls > 0)
+        idle_tests = 0;
+    else if (++idle_tests > IDLE_TESTS_BEFORE_YIELD) {
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_test_yields, 1);
+        MPIDI_CH3I_Without_global_lock(yield_once, NULL);
+    }
+    return mpi_errno;
+}
+
 int MPIDI_CH3I_Progress(MPID_Progress_state * state, int blocking)
 {
     int mpi_errno = MPI_SUCCESS;
-    int made_progress = FALSE;
 
     MPIR_FUNC_ENTER;
     MPIR_Assert(!blocking || state != NULL);
@@ -510,7 +531,7 @@ int MPIDI_CH3I_Progress(MPID_Progress_state * state, int blocking)
     if (blocking)
         mpi_errno = wait_until(completion_pending, state);
     else
-        mpi_errno = poll_once(&made_progress);
+        mpi_errno = test_once();
     MPIR_ERR_CHECK(mpi_errno);
     if (blocking)
         state->ch.completion_count =
