@@ -10,6 +10,13 @@
  * does not return before everyone who reads its buffers has said it is done.  Data outside
  * the heap, or laid out by a noncontiguous datatype, is first packed into the rank's own
  * staging buffer in the heap, so the choice is local and needs no agreement.
+ *
+ * Data that fit in a cell (the small vectors most programs reduce and broadcast every step)
+ * travel inline instead: after the slots, each rank has a ring of cells, one per call in
+ * turn, in which it writes its data and then the call's number, so that a reader finds the
+ * data on the line it polls.  A writer need not wait for its readers before it returns (it
+ * runs ahead, as an eager send does); it waits only before it writes a cell again, until
+ * every rank has passed the call that last used it.
  */
 
 #ifndef SMHEAP_COLL_H_INCLUDED
@@ -29,10 +36,22 @@ typedef struct smheap_coll_slot {
                                  * readers report it too */
 } smheap_coll_slot_t;
 
+#define SMHEAP_COLL_CELLS 8     /* calls a writer may run ahead of its slowest reader */
+#define SMHEAP_COLL_CELL_LEN 128        /* two cache lines: a call's flag and data */
+
+typedef struct smheap_coll_cell {
+    _Alignas(64) _Atomic uint64_t call;         /* first step of the call it holds data of */
+    uint32_t bytes;             /* how much data, where readers must check it */
+    int16_t carried;            /* as in the slot: a Bcast root's errflag */
+    _Alignas(16) char data[SMHEAP_COLL_CELL_LEN - 16];
+} smheap_coll_cell_t;
+
+#define SMHEAP_COLL_CELL_DATA ((MPI_Aint) sizeof(((smheap_coll_cell_t *) 0)->data))
+
 typedef struct smheap_coll_ctrl {
     _Alignas(64) atomic_int users;      /* ranks whose communicator is not freed yet */
     int size;
-    smheap_coll_slot_t slot[];
+    smheap_coll_slot_t slot[];  /* size of them, then SMHEAP_COLL_CELLS cells per rank */
 } smheap_coll_ctrl_t;
 
 /* The channel's part of a communicator (mpidi_ch3_pre.h) holds a pointer to this. */
@@ -46,6 +65,9 @@ typedef struct smheap_coll_comm {
     uint64_t call_next;         /* and the next it has not taken yet */
     void *scratch;              /* this rank's staging buffer, in the heap */
     size_t scratch_len;
+    uint64_t cell_read[SMHEAP_COLL_CELLS];      /* the point every rank passes once done
+                                                 * reading what this rank last wrote there */
+    uint64_t *seen;             /* the highest step this rank has seen each rank reach */
     int size;
     int node_rank[];            /* whose doorbell to ring for each rank */
 } smheap_coll_comm_t;
@@ -54,7 +76,8 @@ typedef struct smheap_coll_comm {
 typedef enum {
     SMHEAP_COLL_FALLBACK,       /* MPICH's, for what the table leaves to them */
     SMHEAP_COLL_SHARED,         /* the shared-heap ones, all ranks on this node */
-    SMHEAP_COLL_NODE_AWARE      /* two levels, on a communicator that spans nodes */
+    SMHEAP_COLL_NODE_AWARE,     /* two levels, on a communicator that spans nodes */
+    SMHEAP_COLL_INLINE          /* of the shared ones, those whose data went inline */
 } smheap_coll_path_t;
 
 /* smheap_coll_comm.c */

@@ -253,4 +253,140 @@ static inline const void *block_for(const void *offered, int reader)
     return (const char *) offered + ((const MPI_Aint *) offered)[reader];
 }
 
+
+/* Data inline in cells (smheap_coll.h).  A call whose data fit in a cell takes the same
+ * points as the others: `offered` (its first) and a second one that every rank reaches when
+ * it is done reading.  A writer publishes its cell instead of reaching `offered`, so that a
+ * peer that passed a different amount of data, and took the other way, finds out instead of
+ * waiting for ever. */
+
+static inline int fits_inline(MPI_Aint bytes)
+{
+    return bytes <= SMHEAP_COLL_CELL_DATA;
+}
+
+/* This call's cell of `rank`: its calls take the rank's cells in turn. */
+static inline smheap_coll_cell_t *cell(smheap_coll_comm_t * cc, int rank)
+{
+    smheap_coll_cell_t *cells = (smheap_coll_cell_t *) & cc->ctrl->slot[cc->size];
+    unsigned turn = (cc->call_first / STEPS_PER_CALL) % SMHEAP_COLL_CELLS;
+
+    return &cells[(size_t) rank * SMHEAP_COLL_CELLS + turn];
+}
+
+static inline int cell_has_call(smheap_coll_comm_t * cc, int rank)
+{
+    return atomic_load_explicit(&cell(cc, rank)->call, memory_order_acquire) == cc->call_first;
+}
+
+/* This rank's cell for this call, once every rank is done reading what this rank last
+ * wrote there.  The wait is rare (a reader SMHEAP_COLL_CELLS calls behind): the steps it saw
+ * are remembered, so most calls read no peer's line here. */
+static inline int claim_cell(smheap_coll_comm_t * cc, int me, smheap_coll_cell_t ** out)
+{
+    int mpi_errno = MPI_SUCCESS;
+    unsigned turn = (cc->call_first / STEPS_PER_CALL) % SMHEAP_COLL_CELLS;
+    uint64_t need = cc->cell_read[turn];
+
+    for (int r = 0; r < cc->size && mpi_errno == MPI_SUCCESS; r++) {
+        if (r == me || cc->seen[r] >= need)
+            continue;
+        /* a peer that left a call early reached that call's last point: no wait for ever */
+        mpi_errno = MPIDI_CH3I_Smheap_coll_wait(cc, r, need);
+        cc->seen[r] = atomic_load_explicit(&slot(cc, r)->step, memory_order_acquire);
+    }
+    cc->cell_read[turn] = cc->call_first + 1;
+    *out = cell(cc, me);
+    return mpi_errno;
+}
+
+/* Write v's data into the cell (v.bytes fits). */
+static inline int fill_cell(smheap_coll_cell_t * c, view_t v)
+{
+    MPI_Aint actual;
+
+    if (v.contig) {
+        memcpy(c->data, (const char *) v.buf + v.lb, v.bytes);
+        return MPI_SUCCESS;
+    }
+    return MPIR_Typerep_pack(v.buf, v.count, v.dt, 0, c->data, v.bytes, &actual);
+}
+
+static inline void publish_cell(smheap_coll_comm_t * cc, smheap_coll_cell_t * c, MPI_Aint bytes,
+                                int carried)
+{
+    c->bytes = (uint32_t) bytes;
+    c->carried = (int16_t) carried;
+    atomic_store_explicit(&c->call, cc->call_first, memory_order_release);
+    MPIDI_CH3I_Smheap_wake_node_ranks(cc->node_rank, cc->size);
+}
+
+struct offer_of {
+    smheap_coll_comm_t *cc;
+    int rank;
+    uint64_t offered;
+};
+
+static inline int has_offered(void *arg)
+{
+    struct offer_of *o = arg;
+
+    return cell_has_call(o->cc, o->rank) ||
+        atomic_load_explicit(&slot(o->cc, o->rank)->step, memory_order_acquire) >= o->offered;
+}
+
+/* Wait until `rank` has offered its data for this call: inline (*c is its cell) or in its
+ * slot (*c is NULL).  An error if the progress engine fails, or if the rank left the call
+ * early.  (A rank whose data went inline may have run calls ahead since; its slot no longer
+ * says anything about this call.) */
+static inline int wait_offer(smheap_coll_comm_t * cc, int rank, uint64_t offered,
+                             const smheap_coll_cell_t ** c)
+{
+    struct offer_of o = { cc, rank, offered };
+    int mpi_errno = MPI_SUCCESS;
+
+    *c = NULL;
+    if (!has_offered(&o))
+        mpi_errno = MPIDI_CH3I_Progress_wait_for(has_offered, &o);
+    if (mpi_errno == MPI_SUCCESS && cell_has_call(cc, rank))
+        *c = cell(cc, rank);
+    else if (mpi_errno == MPI_SUCCESS && failed_in_call(cc, rank))
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_coll_peer", "**smheap_coll_peer %d",
+                      rank);
+    return mpi_errno;
+}
+
+/* The same, for a call that must find the data inline (its own data went there), or in the
+ * slot: a peer that chose the other way passed a different amount of data. */
+static inline int wait_offer_as(smheap_coll_comm_t * cc, int rank, uint64_t offered,
+                                int want_inline, const smheap_coll_cell_t ** c)
+{
+    int mpi_errno = wait_offer(cc, rank, offered, c);
+
+    if (mpi_errno == MPI_SUCCESS && (*c != NULL) != want_inline)
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_coll_sizes", "**smheap_coll_sizes %d",
+                      rank);
+    return mpi_errno;
+}
+
+static inline int wait_all_offers(smheap_coll_comm_t * cc, int size, uint64_t offered,
+                                  int want_inline)
+{
+    int mpi_errno = MPI_SUCCESS;
+    const smheap_coll_cell_t *c;
+
+    for (int r = 0; r < size && mpi_errno == MPI_SUCCESS; r++)
+        mpi_errno = wait_offer_as(cc, r, offered, want_inline, &c);
+    return mpi_errno;
+}
+
+#define WAIT_INLINE(cc_, rank_, step_, c_) CHECK_WAIT(wait_offer_as(cc_, rank_, step_, 1, c_))
+#define WAIT_IN_SLOT(cc_, rank_, step_)                                         \
+    do {                                                                        \
+        const smheap_coll_cell_t *c_;                                           \
+        CHECK_WAIT(wait_offer_as(cc_, rank_, step_, 0, &c_));                   \
+    } while (0)
+#define WAIT_ALL_INLINE(cc_, size_, step_) CHECK_WAIT(wait_all_offers(cc_, size_, step_, 1))
+#define WAIT_ALL_IN_SLOTS(cc_, size_, step_) CHECK_WAIT(wait_all_offers(cc_, size_, step_, 0))
+
 #endif /* SMHEAP_COLL_CALL_H_INCLUDED */

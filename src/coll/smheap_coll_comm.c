@@ -45,6 +45,7 @@ static zombie_t *zombies;
 static unsigned long long PVAR_COUNTER_smheap_coll_shared;
 static unsigned long long PVAR_COUNTER_smheap_coll_node_aware;
 static unsigned long long PVAR_COUNTER_smheap_coll_fallback;
+static unsigned long long PVAR_COUNTER_smheap_coll_inline;
 
 static void get_tables_live(void *addr, void *obj_handle, int count, void *buf)
 {
@@ -63,6 +64,9 @@ void MPIDI_CH3I_Smheap_coll_count(smheap_coll_path_t path)
             break;
         case SMHEAP_COLL_FALLBACK:
             MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_fallback, 1);
+            break;
+        case SMHEAP_COLL_INLINE:
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_inline, 1);
             break;
     }
 }
@@ -153,12 +157,18 @@ static int comm_created(MPIR_Comm * comm, void *param)
     cc = MPL_calloc(1, sizeof(*cc) + comm->local_size * sizeof(int), MPL_MEM_COMM);
     if (cc == NULL)
         return MPI_SUCCESS;     /* MPICH's collectives will do */
+    cc->seen = MPL_calloc(comm->local_size, sizeof(*cc->seen), MPL_MEM_COMM);
+    if (cc->seen == NULL) {
+        MPL_free(cc);
+        return MPI_SUCCESS;
+    }
     cc->size = comm->local_size;
     cc->tables = list;
     for (int r = 0; r < comm->local_size; r++)
         cc->node_rank[r] = MPIDI_CH3I_Smheap_node_rank(comm, r);
     table = smheap_coll_tables_acquire(list, comm->dev.coll_fns, override);
     if (table == NULL) {
+        MPL_free(cc->seen);
         MPL_free(cc);
         return MPI_SUCCESS;
     }
@@ -181,6 +191,7 @@ static int comm_destroyed(MPIR_Comm * comm, void *param)
         release_ctrl(cc->ctrl, comm->rank == 0);
     free_released_zombies();
     MPL_free(cc->scratch);
+    MPL_free(cc->seen);
     MPL_free(cc);
     comm->dev.ch.coll = NULL;
     return MPI_SUCCESS;
@@ -194,7 +205,8 @@ static int make_ctrl(MPIR_Comm * comm, smheap_coll_comm_t * cc)
     int mpi_errno = MPI_SUCCESS;
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
     smheap_coll_ctrl_t *ctrl = NULL;
-    size_t len = sizeof(*ctrl) + (size_t) comm->local_size * sizeof(smheap_coll_slot_t);
+    size_t len = sizeof(*ctrl) + (size_t) comm->local_size *
+        (sizeof(smheap_coll_slot_t) + SMHEAP_COLL_CELLS * sizeof(smheap_coll_cell_t));
 
     if (comm->rank == 0) {
         ctrl = MPL_aligned_alloc(SMHEAP_CACHELINE, len, MPL_MEM_COMM);
@@ -320,6 +332,13 @@ int MPIDI_CH3I_Smheap_coll_init(void)
                                         "collectives the smheap table handed to MPICH's "
                                         "algorithms (a datatype or operation it leaves to "
                                         "them)");
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_coll_inline,
+                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                        MPIR_T_PVAR_FLAG_READONLY |
+                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
+                                        "of the shared-heap collectives, those whose data "
+                                        "travelled inline with their flag in the control "
+                                        "block (small Bcast, Reduce, Allreduce, Allgather)");
   fn_exit:
     return mpi_errno;
   fn_fail:

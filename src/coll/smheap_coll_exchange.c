@@ -5,6 +5,37 @@
 
 #include "smheap_coll_call.h"
 
+/* Blocks that fit in a cell: every rank publishes its block there and copies the others'
+ * from their cells; nobody waits for its readers. */
+static int allgather_inline(smheap_coll_comm_t * cc, int me, view_t in, view_t rv,
+                            MPI_Aint block, int in_place, uint64_t offered, uint64_t copied)
+{
+    int mpi_errno = MPI_SUCCESS, n = cc->size;
+    smheap_coll_cell_t *mine;
+    const smheap_coll_cell_t *c;
+
+    mpi_errno = claim_cell(cc, me, &mine);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = fill_cell(mine, in);
+    MPIR_ERR_CHECK(mpi_errno);
+    publish_cell(cc, mine, block, MPIR_ERR_NONE);
+    for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {
+        int r = (me + i) % n;
+        if (r == me && in_place)
+            continue;
+        WAIT_INLINE(cc, r, offered, &c);
+        mpi_errno = unpack_into(rv, c->data, block, r * block);
+    }
+    reach(cc, me, copied);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                      void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                      MPIR_Comm * comm, MPIR_Errflag_t * errflag)
@@ -28,18 +59,27 @@ static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendt
     } else {
         in = view_of(sendbuf, sendcount, sendtype);
     }
+    offered = next_step(cc);
+    copied = next_step(cc);
+    if (in.bytes != block)      /* the type signatures differ: no rank may write past one */
+        MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
+                             "**collective_size_mismatch %d %d", (int) in.bytes, (int) block);
+    if (fits_inline(block)) {
+        mpi_errno = allgather_inline(cc, me, in, rv, block, sendbuf == MPI_IN_PLACE, offered,
+                                     copied);
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
     NEED_SCRATCH(cc, block);
     mpi_errno = readable(cc, in, 0, 0, &src);
     MPIR_ERR_CHECK(mpi_errno);
-    offered = next_step(cc);
-    copied = next_step(cc);
     offer(cc, me, src, NULL, offered);
 
     for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {
         int r = (me + i) % n;   /* own block last, and peers staggered */
         if (r == me && sendbuf == MPI_IN_PLACE)
             continue;
-        WAIT(cc, r, offered);
+        WAIT_IN_SLOT(cc, r, offered);
         mpi_errno = unpack_into(rv, slot(cc, r)->src, block, r * block);
     }
     reach(cc, me, copied);

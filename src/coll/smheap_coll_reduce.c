@@ -38,6 +38,37 @@ static void my_part(MPI_Aint count, int n, int rank, MPI_Aint * first, MPI_Aint 
     *part = MPL_MIN(count, *first + per) - *first;
 }
 
+/* A reduction whose vector fits in a cell: every rank publishes its input there and returns
+ * once it has what it needs; `result` (NULL on the ranks that need none) gets the inputs
+ * reduced in rank order, read straight from the cells. */
+static int reduce_inline(smheap_coll_comm_t * cc, int me, const void *input, MPI_Aint count,
+                         MPI_Datatype dt, MPI_Op op, void *result, uint64_t offered,
+                         uint64_t reduced)
+{
+    int mpi_errno = MPI_SUCCESS, n = cc->size;
+    MPI_Aint bytes = count * extent_of(dt);
+    smheap_coll_cell_t *mine;
+
+    mpi_errno = claim_cell(cc, me, &mine);
+    MPIR_ERR_CHECK(mpi_errno);
+    memcpy(mine->data, input, bytes);
+    publish_cell(cc, mine, bytes, MPIR_ERR_NONE);
+    if (result != NULL) {
+        WAIT_ALL_INLINE(cc, n, offered);
+        memcpy(result, cell(cc, n - 1)->data, bytes);
+        for (int r = n - 2; r >= 0 && mpi_errno == MPI_SUCCESS; r--)
+            mpi_errno = MPIR_Reduce_local(cell(cc, r)->data, result, count, dt, op);
+    }
+    reach(cc, me, reduced);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 static int reduction_handled(MPI_Datatype dt, MPI_Aint count)
 {
     view_t v = view_of(NULL, count, dt);
@@ -68,6 +99,14 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
         return MPI_SUCCESS;
     MPIR_Datatype_get_extent_macro(dt, extent);
     bytes = count * extent;
+    offered = next_step(cc);
+    reduced = next_step(cc);
+    if (fits_inline(bytes)) {
+        mpi_errno = reduce_inline(cc, me, in_place ? recvbuf : sendbuf, count, dt, op, recvbuf,
+                                  offered, reduced);
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
     my_part(count, n, me, &first, &part);
     /* staging area: the input (if it must be staged), then room for the result, whose
      * part i rank i computes; in recvbuf itself when peers can read it there */
@@ -79,10 +118,8 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt), in_place, 0,
                          &src);
     MPIR_ERR_CHECK(mpi_errno);
-    offered = next_step(cc);
-    reduced = next_step(cc);
     offer(cc, me, src, acc, offered);
-    WAIT_ALL(cc, n, offered);
+    WAIT_ALL_IN_SLOTS(cc, n, offered);
 
     if (bytes <= SMALL_REDUCTION) {
         mpi_errno = reduce_inputs(cc, n, 0, count, extent, dt, op, recvbuf);
@@ -136,6 +173,14 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
         return MPI_SUCCESS;
     MPIR_Datatype_get_extent_macro(dt, extent);
     bytes = count * extent;
+    offered = next_step(cc);
+    reduced = next_step(cc);
+    if (fits_inline(bytes)) {
+        mpi_errno = reduce_inline(cc, me, in_place ? recvbuf : sendbuf, count, dt, op,
+                                  me == root ? recvbuf : NULL, offered, reduced);
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
     my_part(count, n, me, &first, &part);
     NEED_SCRATCH(cc, 2 * bytes + SMHEAP_CACHELINE);
     acc = (char *) cc->scratch + MPL_ROUND_UP_ALIGN(bytes, SMHEAP_CACHELINE);
@@ -143,13 +188,11 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
     mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt),
                          in_place && bytes <= SMALL_REDUCTION, 0, &src);
     MPIR_ERR_CHECK(mpi_errno);
-    offered = next_step(cc);
-    reduced = next_step(cc);
     offer(cc, me, src, acc, offered);
 
     if (bytes <= SMALL_REDUCTION) {     /* the root reduces everything */
         if (me == root) {
-            WAIT_ALL(cc, n, offered);
+            WAIT_ALL_IN_SLOTS(cc, n, offered);
             mpi_errno = reduce_inputs(cc, n, 0, count, extent, dt, op, recvbuf);
         }
         reach(cc, me, reduced);
@@ -159,7 +202,7 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
     }
 
     /* each rank reduces its part into its accumulator; the root collects the parts */
-    WAIT_ALL(cc, n, offered);
+    WAIT_ALL_IN_SLOTS(cc, n, offered);
     mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc + first * extent);
     reach(cc, me, reduced);
     WAIT_ALL(cc, n, reduced);   /* my input is read by all until here */

@@ -25,6 +25,42 @@ static int barrier(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
     goto fn_exit;
 }
 
+/* The root's data: inline in its cell when they fit (it returns at once, readers copy when
+ * they come), else offered in place or staged, and the root waits until every reader has
+ * copied them. */
+static int bcast_offer(smheap_coll_comm_t * cc, int me, view_t v, int carried, uint64_t offered,
+                       uint64_t copied)
+{
+    int mpi_errno = MPI_SUCCESS;
+    const void *src;
+
+    if (fits_inline(v.bytes)) {
+        smheap_coll_cell_t *c;
+
+        mpi_errno = claim_cell(cc, me, &c);
+        MPIR_ERR_CHECK(mpi_errno);
+        mpi_errno = fill_cell(c, v);
+        MPIR_ERR_CHECK(mpi_errno);
+        publish_cell(cc, c, v.bytes, carried);
+        reach(cc, me, copied);
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
+        goto fn_exit;
+    }
+    NEED_SCRATCH(cc, v.bytes);
+    mpi_errno = readable(cc, v, 0, 0, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    slot(cc, me)->bytes = v.bytes;
+    slot(cc, me)->carried = carried;
+    offer(cc, me, src, NULL, offered);
+    reach(cc, me, copied);
+    WAIT_ALL(cc, cc->size, copied);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm * comm,
                  MPIR_Errflag_t * errflag)
 {
@@ -32,7 +68,6 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
     smheap_coll_comm_t *cc;
     view_t v = view_of(buf, count, dt);
     uint64_t offered, copied;
-    const void *src;
 
     READY_OR_FALL_BACK(comm, cc, Bcast(buf, count, dt, root, comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
@@ -41,25 +76,22 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
     copied = next_step(cc);
 
     if (me == root) {
-        NEED_SCRATCH(cc, v.bytes);
-        mpi_errno = readable(cc, v, 0, 0, &src);
+        mpi_errno = bcast_offer(cc, me, v, *errflag, offered, copied);
         MPIR_ERR_CHECK(mpi_errno);
-        slot(cc, me)->bytes = v.bytes;
-        slot(cc, me)->carried = *errflag;
-        offer(cc, me, src, NULL, offered);
-        reach(cc, me, copied);
-        WAIT_ALL(cc, comm->local_size, copied);
     } else {
+        const smheap_coll_cell_t *c;
         uint64_t sent;
         int carried;
 
-        WAIT(cc, root, offered);
-        sent = slot(cc, root)->bytes;
-        carried = slot(cc, root)->carried;
+        CHECK_WAIT(wait_offer(cc, root, offered, &c));
+        sent = c ? c->bytes : slot(cc, root)->bytes;
+        carried = c ? c->carried : slot(cc, root)->carried;
         if (sent == v.bytes)
-            mpi_errno = unpack_into(v, slot(cc, root)->src, v.bytes, 0);
+            mpi_errno = unpack_into(v, c ? c->data : slot(cc, root)->src, v.bytes, 0);
         reach(cc, me, copied);
         MPIR_ERR_CHECK(mpi_errno);
+        if (c != NULL)
+            MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
         /* the data came, and so does the root's error (as MPICH's error tags pass it on) */
         if (carried != MPIR_ERR_NONE && *errflag == MPIR_ERR_NONE) {
             *errflag = carried;

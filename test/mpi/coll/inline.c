@@ -1,0 +1,232 @@
+/* Small collectives whose data travel inline in the control block (Bcast, Reduce, Allreduce,
+ * Allgather of at most a cell's data): a writer returns without waiting for its readers, so
+ *  - a root broadcasts many times in a row while its readers sleep (three times as many
+ *    calls as a rank has cells: it must wait before it writes a cell again), then each
+ *    reader finds every value in order;
+ *  - roots change from call to call, and small calls alternate with large ones (which take
+ *    the slots) on the same communicator;
+ *  - a non-commutative reduction is reduced in rank order, Reduce to every root, with
+ *    MPI_IN_PLACE; an Allgather of a strided type;
+ *  - ranks that pass different amounts of data, one of them small enough for a cell and the
+ *    other not, all get an error (no hang), and the communicator works afterwards.
+ * The MPI_T counter smheap_coll_inline shows which calls went inline (none with
+ * MPIR_CVAR_CH3_SMHEAP_COLL=0 or the heap off, when MPICH's algorithms answer: the test is
+ * then given the argument "off"). */
+#include <unistd.h>
+#include "../include/smheap_test.h"
+
+#define CELLS 8                 /* SMHEAP_COLL_CELLS */
+static int errs, rank, size;
+static int coll_on;             /* the shared-heap collectives answer on this communicator */
+
+#define FAIL(...) do { if (errs++ < 10) { printf("rank %d: ", rank); printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+/* inout = in x inout for 2x2 integer matrices */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype * dt)
+{
+    (void) dt;
+    for (int k = 0; k < *len; k++) {
+        int *a = (int *) in + 4 * k, *b = (int *) inout + 4 * k, c[4];
+        c[0] = a[0] * b[0] + a[1] * b[2];
+        c[1] = a[0] * b[1] + a[1] * b[3];
+        c[2] = a[2] * b[0] + a[3] * b[2];
+        c[3] = a[2] * b[1] + a[3] * b[3];
+        memcpy(b, c, sizeof(c));
+    }
+}
+
+static void mat_of(int r, int i, int m[4])
+{
+    m[0] = 1; m[1] = (r + i) % 3 + 1; m[2] = r % 2; m[3] = 1 + (r == 0);
+}
+
+static unsigned long long inline_calls(void)
+{
+    return pvar_value("smheap_coll_inline");
+}
+
+/* The root runs ahead: the readers sleep while it broadcasts 3 * CELLS values. */
+static void run_ahead(MPI_Comm comm)
+{
+    int n = 3 * CELLS, v[3 * CELLS];
+
+    if (rank != 0)
+        usleep(50000);
+    for (int i = 0; i < n; i++) {
+        v[i] = rank == 0 ? 1000 + i : -1;
+        MPI_Bcast(&v[i], 1, MPI_INT, 0, comm);
+    }
+    for (int i = 0; i < n; i++)
+        if (v[i] != 1000 + i)
+            FAIL("run ahead: Bcast %d gave %d", i, v[i]);
+}
+
+/* Roots change every call; small and large calls alternate. */
+static void mixed(MPI_Comm comm)
+{
+    static int big[4096];
+    int small[3];
+
+    for (int i = 0; i < 4 * CELLS; i++) {
+        int root = i % size, large = i % 3 == 2, n = large ? 4096 : 3;
+        int *b = large ? big : small;
+        for (int k = 0; k < n; k++)
+            b[k] = rank == root ? i * 7 + k : -1;
+        MPI_Bcast(b, n, MPI_INT, root, comm);
+        for (int k = 0; k < n; k++)
+            if (b[k] != i * 7 + k) {
+                FAIL("mixed Bcast %d (root %d, %d ints): [%d] = %d", i, root, n, k, b[k]);
+                break;
+            }
+        int in[2] = { rank + i, 1 }, out[2] = { 0, 0 };
+        MPI_Allreduce(in, out, 2, MPI_INT, MPI_SUM, comm);
+        if (out[0] != size * (size - 1) / 2 + size * i || out[1] != size)
+            FAIL("mixed Allreduce %d: %d %d", i, out[0], out[1]);
+    }
+}
+
+static void reductions(MPI_Comm comm, MPI_Datatype mat4, MPI_Op mmul)
+{
+    int m = 3;                  /* three 2x2 matrices: 48 bytes */
+    for (int root = 0; root < size; root++)
+        for (int inplace = 0; inplace < 2; inplace++) {
+            int in[12], out[12], want[12];
+            for (int i = 0; i < m; i++) {
+                mat_of(rank, i, in + 4 * i);
+                int acc[4] = { 1, 0, 0, 1 }, t[4], one = 1;
+                for (int r = 0; r < size; r++) {
+                    mat_of(r, i, t);
+                    matmul(acc, t, &one, NULL);         /* t = acc x t */
+                    memcpy(acc, t, sizeof(acc));
+                }
+                memcpy(want + 4 * i, acc, sizeof(acc));
+            }
+            if (inplace && rank == root)
+                memcpy(out, in, sizeof(in));
+            MPI_Reduce(inplace && rank == root ? MPI_IN_PLACE : in, out, m, mat4, mmul, root,
+                       comm);
+            if (rank == root && memcmp(out, want, sizeof(want)) != 0)
+                FAIL("Reduce of matrices to root %d (in place %d) not in rank order", root,
+                     inplace);
+            if (inplace)
+                memcpy(out, in, sizeof(in));
+            MPI_Allreduce(inplace ? MPI_IN_PLACE : in, out, m, mat4, mmul, comm);
+            if (memcmp(out, want, sizeof(want)) != 0)
+                FAIL("Allreduce of matrices (in place %d) not in rank order", inplace);
+        }
+}
+
+static void gathers(MPI_Comm comm, MPI_Datatype every_other)
+{
+    int in[8], *out = malloc(sizeof(int) * 8 * size);
+
+    for (int inplace = 0; inplace < 2; inplace++) {
+        for (int k = 0; k < 8; k++)
+            in[k] = k % 2 ? -7 : rank * 10 + k / 2;
+        for (int k = 0; k < 8 * size; k++)
+            out[k] = -1;
+        if (inplace)
+            memcpy(out + 8 * rank, in, sizeof(in));
+        /* 4 ints per rank, every other one of 8 */
+        MPI_Allgather(inplace ? MPI_IN_PLACE : in, 1, every_other, out, 1, every_other, comm);
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < 8; k += 2)
+                if (out[8 * r + k] != r * 10 + k / 2) {
+                    FAIL("strided Allgather (in place %d): rank %d's [%d] = %d", inplace, r,
+                         k, out[8 * r + k]);
+                    r = size;
+                    break;
+                }
+    }
+    free(out);
+}
+
+/* One side small enough for a cell, the other not: every rank but a Bcast's root (which
+ * cannot know) gets an error, and nobody hangs. */
+static void mismatches(MPI_Comm comm)
+{
+    static int buf[1000], out[1000];
+    int err;
+
+    if (!coll_on)
+        return;                 /* MPICH's algorithms make no such promise */
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    for (int root_small = 0; root_small < 2; root_small++) {
+        int small = rank == 0 ? root_small : !root_small;
+        err = MPI_Bcast(buf, small ? 4 : 1000, MPI_INT, 0, comm);
+        if (rank != 0 && err == MPI_SUCCESS)
+            FAIL("a Bcast of %s at the root and %s here succeeded",
+                 root_small ? "4 ints" : "1000", root_small ? "1000" : "4 ints");
+        err = MPI_Allreduce(buf, out, small ? 4 : 1000, MPI_INT, MPI_SUM, comm);
+        if (err == MPI_SUCCESS)
+            FAIL("an Allreduce of %d ints here, %d at rank 0, succeeded", small ? 4 : 1000,
+                 root_small ? 4 : 1000);
+    }
+    MPI_Barrier(comm);
+    int one = rank, sum = -1;
+    if (MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS ||
+        sum != size * (size - 1) / 2)
+        FAIL("an Allreduce after the mismatches: %d", sum);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Comm dup;               /* the node's ranks */
+    MPI_Datatype mat4, every_other;
+    MPI_Op mmul;
+
+    MPI_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    /* the ranks that share this node's heap (all of them unless the job spans nodes) */
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &dup);
+    MPI_Comm_rank(dup, &rank);
+    MPI_Comm_size(dup, &size);
+    MPI_Type_contiguous(4, MPI_INT, &mat4);
+    MPI_Type_commit(&mat4);
+    MPI_Datatype vec;
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+    MPI_Type_create_resized(vec, 0, 8 * sizeof(int), &every_other);
+    MPI_Type_commit(&every_other);
+    MPI_Type_free(&vec);
+    MPI_Op_create(matmul, 0, &mmul);
+    /* are the shared-heap collectives on (not with the heap or them turned off)? */
+    unsigned long long shared = pvar_value("smheap_coll_shared");
+    MPI_Barrier(dup);
+    coll_on = size > 1 && pvar_value("smheap_coll_shared") == shared + 1;
+    if (size > 1 && coll_on != (argc < 2 || strcmp(argv[1], "off") != 0))
+        FAIL("the shared-heap collectives are %s, not as the test was told", coll_on ? "on" : "off");
+
+    unsigned long long before = inline_calls();
+    int x = rank;
+    MPI_Bcast(&x, 1, MPI_INT, 0, dup);
+    unsigned long long after_small = inline_calls();
+    static int big[1024];
+    MPI_Bcast(big, 1024, MPI_INT, 0, dup);
+    unsigned long long after_big = inline_calls();
+    if (coll_on && after_small != before + 1)
+        FAIL("a 4-byte Bcast did not go inline (smheap_coll_inline %llu -> %llu)", before,
+             after_small);
+    if (!coll_on && after_small != before)
+        FAIL("smheap_coll_inline counted a call the shared-heap collectives did not run");
+    if (after_big != after_small)
+        FAIL("a 4 KiB Bcast went inline");
+
+    run_ahead(dup);
+    mixed(dup);
+    reductions(dup, mat4, mmul);
+    gathers(dup, every_other);
+    if (coll_on && inline_calls() - after_big < 3 * CELLS + 4 * CELLS)
+        FAIL("only %llu calls went inline", inline_calls() - after_big);
+    mismatches(dup);
+
+    MPI_Comm_free(&dup);
+    MPI_Op_free(&mmul);
+    MPI_Type_free(&mat4);
+    MPI_Type_free(&every_other);
+    MPI_T_finalize();
+    smheap_test_report(errs);
+    MPI_Finalize();
+    return 0;
+}
