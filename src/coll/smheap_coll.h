@@ -36,7 +36,16 @@ typedef struct smheap_coll_slot {
                                  * readers report it too */
 } smheap_coll_slot_t;
 
-#define SMHEAP_COLL_CELLS 8     /* calls a writer may run ahead of its slowest reader */
+/* How many calls a writer may run ahead of its slowest reader: deep enough that ranks sharing
+ * CPUs go through several calls per time slice, fewer on large communicators, whose control
+ * block holds size x cells of them (32 cells up to 16 ranks, 8 above 64: at most 256 KiB
+ * for 256 ranks). */
+#define SMHEAP_COLL_CELLS_MAX 32
+static inline int smheap_coll_cells(int size)
+{
+    return size <= 16 ? 32 : size <= 64 ? 16 : 8;
+}
+
 #define SMHEAP_COLL_CELL_LEN 128        /* two cache lines: a call's flag and data */
 
 typedef struct smheap_coll_cell {
@@ -51,7 +60,7 @@ typedef struct smheap_coll_cell {
 typedef struct smheap_coll_ctrl {
     _Alignas(64) atomic_int users;      /* ranks whose communicator is not freed yet */
     int size;
-    smheap_coll_slot_t slot[];  /* size of them, then SMHEAP_COLL_CELLS cells per rank */
+    smheap_coll_slot_t slot[];  /* size of them, then smheap_coll_cells(size) cells per rank */
 } smheap_coll_ctrl_t;
 
 /* The channel's part of a communicator (mpidi_ch3_pre.h) holds a pointer to this. */
@@ -65,7 +74,8 @@ typedef struct smheap_coll_comm {
     uint64_t call_next;         /* and the next it has not taken yet */
     void *scratch;              /* this rank's staging buffer, in the heap */
     size_t scratch_len;
-    uint64_t cell_read[SMHEAP_COLL_CELLS];      /* the point every rank passes once done
+    int cells;                  /* cells per rank in the control block */
+    uint64_t cell_read[SMHEAP_COLL_CELLS_MAX];  /* the point every rank passes once done
                                                  * reading what this rank last wrote there */
     uint64_t *seen;             /* the highest step this rank has seen each rank reach */
     int size;

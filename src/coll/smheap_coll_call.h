@@ -269,9 +269,9 @@ static inline int fits_inline(MPI_Aint bytes)
 static inline smheap_coll_cell_t *cell(smheap_coll_comm_t * cc, int rank)
 {
     smheap_coll_cell_t *cells = (smheap_coll_cell_t *) & cc->ctrl->slot[cc->size];
-    unsigned turn = (cc->call_first / STEPS_PER_CALL) % SMHEAP_COLL_CELLS;
+    unsigned turn = (cc->call_first / STEPS_PER_CALL) % cc->cells;
 
-    return &cells[(size_t) rank * SMHEAP_COLL_CELLS + turn];
+    return &cells[(size_t) rank * cc->cells + turn];
 }
 
 static inline int cell_has_call(smheap_coll_comm_t * cc, int rank)
@@ -280,12 +280,12 @@ static inline int cell_has_call(smheap_coll_comm_t * cc, int rank)
 }
 
 /* This rank's cell for this call, once every rank is done reading what this rank last
- * wrote there.  The wait is rare (a reader SMHEAP_COLL_CELLS calls behind): the steps it saw
+ * wrote there.  The wait is rare (a reader cc->cells calls behind): the steps it saw
  * are remembered, so most calls read no peer's line here. */
 static inline int claim_cell(smheap_coll_comm_t * cc, int me, smheap_coll_cell_t ** out)
 {
     int mpi_errno = MPI_SUCCESS;
-    unsigned turn = (cc->call_first / STEPS_PER_CALL) % SMHEAP_COLL_CELLS;
+    unsigned turn = (cc->call_first / STEPS_PER_CALL) % cc->cells;
     uint64_t need = cc->cell_read[turn];
 
     for (int r = 0; r < cc->size && mpi_errno == MPI_SUCCESS; r++) {

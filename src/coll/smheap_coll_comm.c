@@ -163,6 +163,7 @@ static int comm_created(MPIR_Comm * comm, void *param)
         return MPI_SUCCESS;
     }
     cc->size = comm->local_size;
+    cc->cells = smheap_coll_cells(comm->local_size);
     cc->tables = list;
     for (int r = 0; r < comm->local_size; r++)
         cc->node_rank[r] = MPIDI_CH3I_Smheap_node_rank(comm, r);
@@ -206,7 +207,7 @@ static int make_ctrl(MPIR_Comm * comm, smheap_coll_comm_t * cc)
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
     smheap_coll_ctrl_t *ctrl = NULL;
     size_t len = sizeof(*ctrl) + (size_t) comm->local_size *
-        (sizeof(smheap_coll_slot_t) + SMHEAP_COLL_CELLS * sizeof(smheap_coll_cell_t));
+        (sizeof(smheap_coll_slot_t) + cc->cells * sizeof(smheap_coll_cell_t));
 
     if (comm->rank == 0) {
         ctrl = MPL_aligned_alloc(SMHEAP_CACHELINE, len, MPL_MEM_COMM);

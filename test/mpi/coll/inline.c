@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "../include/smheap_test.h"
 
-#define CELLS 8                 /* SMHEAP_COLL_CELLS */
+#define CELLS 32                /* the most cells a rank has (SMHEAP_COLL_CELLS_MAX) */
 static int errs, rank, size;
 static int coll_on;             /* the shared-heap collectives answer on this communicator */
 
