@@ -136,13 +136,18 @@ no_shm_leftovers_after_kill() {
     # holding heap memory) leave nothing in /dev/shm.
     # A job is killed only once it runs (MPICH's own start-up segment has a name in /dev/shm
     # until every rank has mapped it); a job that does not start within 60 s fails the check.
-    local before after i t never=0
+    # Each job has an output file of its own, emptied before it starts: the shell truncates a
+    # background job's redirection only once it has forked, so a shared file could still show
+    # the previous job's "running" and get this one killed inside MPI_Init.
+    local before after i t out never=0
     before=$(ls /dev/shm | wc -l)
     for i in $(seq 20); do
-        "$bin/mpiexec" -n 4 "$work/spin" > "$log/spin.out" 2>&1 &
-        for t in $(seq 1200); do grep -q running "$log/spin.out" && break; sleep 0.05; done
-        grep -q running "$log/spin.out" ||
-            { echo "job $i never ran"; cat "$log/spin.out"; never=$((never + 1)); }
+        out="$log/spin-$i.out"
+        : > "$out"
+        "$bin/mpiexec" -n 4 "$work/spin" > "$out" 2>&1 &
+        for t in $(seq 1200); do grep -q running "$out" && break; sleep 0.05; done
+        grep -q running "$out" ||
+            { echo "job $i never ran"; cat "$out"; never=$((never + 1)); }
         sleep "0.0$((i % 10))"
         pkill -KILL -f "$work/spin"
         kill -KILL $! 2> /dev/null
