@@ -38,7 +38,7 @@ typedef struct smheap_coll_slot {
 
 /* How many calls a writer may run ahead of its slowest reader: deep enough that ranks sharing
  * CPUs go through several calls per time slice, fewer on large communicators, whose control
- * block holds size x cells of them (32 cells up to 16 ranks, 8 above 64: at most 256 KiB
+ * block holds size x cells of them (32 cells up to 16 ranks, 8 above 64: 272 KiB with slots
  * for 256 ranks). */
 #define SMHEAP_COLL_CELLS_MAX 32
 static inline int smheap_coll_cells(int size)

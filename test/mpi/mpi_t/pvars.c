@@ -32,8 +32,14 @@ int main(int argc, char **argv)
         MPI_T_pvar_session_create(&s);
         MPI_T_pvar_handle_alloc(s, idx, NULL, &h, &count);
         MPI_T_pvar_read(s, h, &before);
-        if (rank == 0)
+        /* rank 0 sends only once rank 1 has read its count: a message sent earlier could
+         * arrive while rank 1 still waits in the collectives above, before that read */
+        if (rank == 1)
+            MPI_Send(NULL, 0, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+        if (rank == 0) {
+            MPI_Recv(NULL, 0, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(buf, sizeof(buf), MPI_CHAR, 1, 0, MPI_COMM_WORLD);
+        }
         else if (rank == 1)
             MPI_Recv(buf, sizeof(buf), MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         MPI_T_pvar_read(s, h, &after);
