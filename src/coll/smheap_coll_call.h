@@ -265,13 +265,17 @@ static inline int fits_inline(MPI_Aint bytes)
     return bytes <= SMHEAP_COLL_CELL_DATA;
 }
 
-/* This call's cell of `rank`: its calls take the rank's cells in turn. */
+/* Which of a rank's cells this call uses: its calls take them in turn. */
+static inline unsigned cell_turn(smheap_coll_comm_t * cc)
+{
+    return (cc->call_first / STEPS_PER_CALL) % cc->cells;
+}
+
 static inline smheap_coll_cell_t *cell(smheap_coll_comm_t * cc, int rank)
 {
     smheap_coll_cell_t *cells = (smheap_coll_cell_t *) & cc->ctrl->slot[cc->size];
-    unsigned turn = (cc->call_first / STEPS_PER_CALL) % cc->cells;
 
-    return &cells[(size_t) rank * cc->cells + turn];
+    return &cells[(size_t) rank * cc->cells + cell_turn(cc)];
 }
 
 static inline int cell_has_call(smheap_coll_comm_t * cc, int rank)
@@ -285,7 +289,7 @@ static inline int cell_has_call(smheap_coll_comm_t * cc, int rank)
 static inline int claim_cell(smheap_coll_comm_t * cc, int me, smheap_coll_cell_t ** out)
 {
     int mpi_errno = MPI_SUCCESS;
-    unsigned turn = (cc->call_first / STEPS_PER_CALL) % cc->cells;
+    unsigned turn = cell_turn(cc);
     uint64_t need = cc->cell_read[turn];
 
     for (int r = 0; r < cc->size && mpi_errno == MPI_SUCCESS; r++) {
