@@ -25,16 +25,23 @@
 #include "mpidimpl.h"
 #include <stdatomic.h>
 
+#define SMHEAP_COLL_FAILED_KEPT 6
+
 typedef struct smheap_coll_slot {
     _Alignas(64) _Atomic uint64_t step;         /* last synchronization point reached */
     const void *src;            /* what this rank offers to read, valid from its first step */
     void *dst;                  /* where peers may write for it, likewise */
     uint64_t bytes;             /* how much src holds, where peers must check it */
-    uint64_t failed;            /* first step of the last call this rank left early */
-    int carried;                /* the MPICH errflag a Bcast root brought into the call (an
+    uint32_t nfailed;           /* calls this rank left early, */
+    uint32_t failed[SMHEAP_COLL_FAILED_KEPT];   /* the last few of them (by call_number);
+                                                 * a
+                                                 * rank that leaves early does not wait, and
+                                                 * its peers may still be in an earlier one */
+    int32_t carried;            /* the MPICH errflag a Bcast root brought into the call (an
                                  * earlier step of a two-level collective failed): its
                                  * readers report it too */
 } smheap_coll_slot_t;
+_Static_assert(sizeof(smheap_coll_slot_t) == 64, "a rank's slot is one cache line");
 
 /* How many calls a writer may run ahead of its slowest reader: deep enough that ranks sharing
  * CPUs go through several calls per time slice, fewer on large communicators, whose control
@@ -54,6 +61,8 @@ typedef struct smheap_coll_cell {
     int16_t carried;            /* as in the slot: a Bcast root's errflag */
     _Alignas(16) char data[SMHEAP_COLL_CELL_LEN - 16];
 } smheap_coll_cell_t;
+
+#define SMHEAP_COLL_ALL_READ (-1)
 
 #define SMHEAP_COLL_CELL_DATA ((MPI_Aint) sizeof(((smheap_coll_cell_t *) 0)->data))
 
@@ -75,8 +84,14 @@ typedef struct smheap_coll_comm {
     void *scratch;              /* this rank's staging buffer, in the heap */
     size_t scratch_len;
     int cells;                  /* cells per rank in the control block */
-    uint64_t cell_read[SMHEAP_COLL_CELLS_MAX];  /* the point every rank passes once done
+    int cells_per_call;         /* 2 with a tree (its calls have two phases), else 1 */
+    uint64_t cell_read[SMHEAP_COLL_CELLS_MAX];  /* the point its readers pass once done
                                                  * reading what this rank last wrote there */
+    int cell_root[SMHEAP_COLL_CELLS_MAX];       /* who those readers were: every rank
+                                                 * (SMHEAP_COLL_ALL_READ), or the parent
+                                                 * and children in the tree for this root */
+    struct smheap_coll_tree *tree;      /* NULL: this communicator's collectives stay flat */
+    int tree_call;              /* the current call runs on the tree */
     uint64_t *seen;             /* the highest step this rank has seen each rank reach */
     int size;
     int node_rank[];            /* whose doorbell to ring for each rank */
@@ -87,7 +102,8 @@ typedef enum {
     SMHEAP_COLL_FALLBACK,       /* MPICH's, for what the table leaves to them */
     SMHEAP_COLL_SHARED,         /* the shared-heap ones, all ranks on this node */
     SMHEAP_COLL_NODE_AWARE,     /* two levels, on a communicator that spans nodes */
-    SMHEAP_COLL_INLINE          /* of the shared ones, those whose data went inline */
+    SMHEAP_COLL_INLINE,         /* of the shared ones, those whose data went inline */
+    SMHEAP_COLL_TREE            /* and those that ran as a tree (smheap_coll_tree.h) */
 } smheap_coll_path_t;
 
 /* smheap_coll_comm.c */
@@ -96,7 +112,8 @@ int MPIDI_CH3I_Smheap_coll_finalize(void);
 int MPIDI_CH3I_Smheap_coll_ready(MPIR_Comm * comm, smheap_coll_comm_t ** cc);
 void *MPIDI_CH3I_Smheap_coll_scratch(smheap_coll_comm_t * cc, size_t len);
 int MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step);
-void MPIDI_CH3I_Smheap_coll_reach(smheap_coll_comm_t * cc, int me, uint64_t step);
+extern unsigned long long PVAR_COUNTER_smheap_coll_lines_read;
+extern unsigned long long PVAR_COUNTER_smheap_coll_lines_written;
 void MPIDI_CH3I_Smheap_coll_count(smheap_coll_path_t path);
 
 /* The table entries for communicators within one node, by family of collectives */

@@ -27,6 +27,7 @@
 #include "smheap_channel.h"
 #include "smheap.h"
 #include "smheap_coll.h"
+#include "smheap_coll_tree.h"
 
 typedef struct {
     void *buf;
@@ -56,9 +57,28 @@ static inline smheap_coll_slot_t *slot(smheap_coll_comm_t * cc, int rank)
     return &cc->ctrl->slot[rank];
 }
 
+/* The shared lines a rank reads and writes in the control block and the doorbells (MPI_T
+ * smheap_coll_lines_read and _written): what a collective costs on a big node, where each
+ * is a transfer between caches, however many cores there are to measure it. */
+static inline void count_lines(unsigned long long read, unsigned long long written)
+{
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_lines_read, read);
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_lines_written, written);
+}
+
+/* A cell's lines that hold its flag and `bytes` of data. */
+static inline int cell_lines(MPI_Aint bytes)
+{
+    return offsetof(smheap_coll_cell_t, data) + bytes > SMHEAP_CACHELINE ? 2 : 1;
+}
+
+static inline void wake_readers(smheap_coll_comm_t * cc);
+
 static inline void reach(smheap_coll_comm_t * cc, int me, uint64_t step)
 {
-    MPIDI_CH3I_Smheap_coll_reach(cc, me, step);
+    atomic_store_explicit(&cc->ctrl->slot[me].step, step, memory_order_release);
+    count_lines(0, 1);
+    wake_readers(cc);
 }
 
 static inline void offer(smheap_coll_comm_t * cc, int me, const void *src, void *dst, uint64_t step)
@@ -98,6 +118,7 @@ static inline void begin_call(smheap_coll_comm_t * cc)
 {
     cc->call_first = cc->step;
     cc->call_next = cc->step;
+    cc->tree_call = 0;
     cc->step += STEPS_PER_CALL;
 }
 
@@ -107,10 +128,23 @@ static inline uint64_t next_step(smheap_coll_comm_t * cc)
     return cc->call_next++;
 }
 
-/* Did `rank` leave this call early? */
+/* The current call's number, from 1 (0 in a slot's failed[] is no call). */
+static inline uint32_t call_number(smheap_coll_comm_t * cc)
+{
+    return (uint32_t) (cc->call_first / STEPS_PER_CALL + 1);
+}
+
+/* Did `rank` leave this call early?  (Not a later one: a rank that has run ahead into
+ * another call and failed there has finished this one.) */
 static inline int failed_in_call(smheap_coll_comm_t * cc, int rank)
 {
-    return slot(cc, rank)->failed >= cc->call_first;
+    const smheap_coll_slot_t *s = slot(cc, rank);
+    uint32_t call = call_number(cc);
+
+    for (int i = 0; i < SMHEAP_COLL_FAILED_KEPT; i++)
+        if (s->failed[i] == call)
+            return 1;
+    return 0;
 }
 
 /* Leaving this call with an error: if this rank has not reached every point it took, mark
@@ -123,7 +157,8 @@ static inline void leave_failed(smheap_coll_comm_t * cc, int me, MPIR_Errflag_t 
         *errflag = MPIR_ERR_OTHER;
     if (cc->call_next > cc->call_first && reached >= cc->call_next - 1)
         return;         /* every peer is past this rank already */
-    slot(cc, me)->failed = cc->call_first;
+    slot(cc, me)->failed[slot(cc, me)->nfailed++ % SMHEAP_COLL_FAILED_KEPT] = call_number(cc);
+    cc->tree_call = 0;          /* a flat reach: whoever waits for this rank sees it */
     reach(cc, me, cc->call_first + STEPS_PER_CALL - 1);
 }
 
@@ -265,43 +300,75 @@ static inline int fits_inline(MPI_Aint bytes)
     return bytes <= SMHEAP_COLL_CELL_DATA;
 }
 
-/* Which of a rank's cells this call uses: its calls take them in turn. */
-static inline unsigned cell_turn(smheap_coll_comm_t * cc)
+/* Which of a rank's cells this call uses: its calls take them in turn (tree calls two each:
+ * phase 0 and 1). */
+static inline unsigned cell_turn(smheap_coll_comm_t * cc, int phase)
 {
-    return (cc->call_first / STEPS_PER_CALL) % cc->cells;
+    return ((cc->call_first / STEPS_PER_CALL) * cc->cells_per_call + phase) % cc->cells;
+}
+
+static inline smheap_coll_cell_t *cell_at(smheap_coll_comm_t * cc, int rank, int phase)
+{
+    smheap_coll_cell_t *cells = (smheap_coll_cell_t *) & cc->ctrl->slot[cc->size];
+
+    return &cells[(size_t) rank * cc->cells + cell_turn(cc, phase)];
 }
 
 static inline smheap_coll_cell_t *cell(smheap_coll_comm_t * cc, int rank)
 {
-    smheap_coll_cell_t *cells = (smheap_coll_cell_t *) & cc->ctrl->slot[cc->size];
-
-    return &cells[(size_t) rank * cc->cells + cell_turn(cc)];
+    return cell_at(cc, rank, 0);
 }
 
-static inline int cell_has_call(smheap_coll_comm_t * cc, int rank)
+static inline int cell_has_call(smheap_coll_comm_t * cc, int rank, int phase)
 {
-    return atomic_load_explicit(&cell(cc, rank)->call, memory_order_acquire) == cc->call_first;
+    return atomic_load_explicit(&cell_at(cc, rank, phase)->call, memory_order_acquire) ==
+        cc->call_first;
 }
 
-/* This rank's cell for this call, once every rank is done reading what this rank last
- * wrote there.  The wait is rare (a reader cc->cells calls behind): the steps it saw
- * are remembered, so most calls read no peer's line here. */
-static inline int claim_cell(smheap_coll_comm_t * cc, int me, smheap_coll_cell_t ** out)
+/* Wait until `r` is past `need`, unless this rank has seen it there already. */
+static inline int wait_past(smheap_coll_comm_t * cc, int r, uint64_t need)
 {
     int mpi_errno = MPI_SUCCESS;
-    unsigned turn = cell_turn(cc);
-    uint64_t need = cc->cell_read[turn];
 
-    for (int r = 0; r < cc->size && mpi_errno == MPI_SUCCESS; r++) {
-        if (r == me || cc->seen[r] >= need)
-            continue;
-        /* a peer that left a call early reached that call's last point: no wait for ever */
-        mpi_errno = MPIDI_CH3I_Smheap_coll_wait(cc, r, need);
-        cc->seen[r] = atomic_load_explicit(&slot(cc, r)->step, memory_order_acquire);
+    if (cc->seen[r] >= need)
+        return MPI_SUCCESS;
+    /* a peer that left a call early reached that call's last point: no wait for ever */
+    mpi_errno = MPIDI_CH3I_Smheap_coll_wait(cc, r, need);
+    cc->seen[r] = atomic_load_explicit(&slot(cc, r)->step, memory_order_acquire);
+    return mpi_errno;
+}
+
+/* This rank's cell of this call's `phase`, once every rank that read what this rank last
+ * wrote there is done.  The wait is rare (a reader a whole ring of calls behind): the steps
+ * seen are remembered, so most calls read no peer's line here.  Those readers were every
+ * rank, or in a tree call this rank's parent and children for that call's root. */
+static inline int claim_cell_at(smheap_coll_comm_t * cc, int me, int phase,
+                                smheap_coll_cell_t ** out)
+{
+    int mpi_errno = MPI_SUCCESS;
+    unsigned turn = cell_turn(cc, phase);
+    uint64_t need = cc->cell_read[turn];
+    int readers_root = cc->cell_root[turn];
+
+    if (readers_root == SMHEAP_COLL_ALL_READ) {
+        for (int r = 0; r < cc->size && mpi_errno == MPI_SUCCESS; r++)
+            if (r != me)
+                mpi_errno = wait_past(cc, r, need);
+    } else {
+        const int *readers;
+        int n = MPIDI_CH3I_Smheap_coll_tree_neighbours(cc->tree, me, readers_root, &readers);
+        for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++)
+            mpi_errno = wait_past(cc, readers[i], need);
     }
     cc->cell_read[turn] = cc->call_first + 1;
-    *out = cell(cc, me);
+    cc->cell_root[turn] = cc->tree_call ? cc->tree->root : SMHEAP_COLL_ALL_READ;
+    *out = cell_at(cc, me, phase);
     return mpi_errno;
+}
+
+static inline int claim_cell(smheap_coll_comm_t * cc, int me, smheap_coll_cell_t ** out)
+{
+    return claim_cell_at(cc, me, 0, out);
 }
 
 /* Write v's data into the cell (v.bytes fits). */
@@ -316,18 +383,32 @@ static inline int fill_cell(smheap_coll_cell_t * c, view_t v)
     return MPIR_Typerep_pack(v.buf, v.count, v.dt, 0, c->data, v.bytes, &actual);
 }
 
+/* Tell those who wait for this rank that it has moved: every sleeper of the communicator,
+ * or in a tree call only its parent and children. */
+static inline void wake_readers(smheap_coll_comm_t * cc)
+{
+    if (cc->tree_call) {
+        MPIDI_CH3I_Smheap_wake_node_ranks(cc->tree->wake, cc->tree->nwake);
+        count_lines(cc->tree->nwake, 0);
+    } else {
+        MPIDI_CH3I_Smheap_wake_node_ranks(cc->node_rank, cc->size);
+        count_lines(cc->size, 0);
+    }
+}
+
 static inline void publish_cell(smheap_coll_comm_t * cc, smheap_coll_cell_t * c, MPI_Aint bytes,
                                 int carried)
 {
     c->bytes = (uint32_t) bytes;
     c->carried = (int16_t) carried;
     atomic_store_explicit(&c->call, cc->call_first, memory_order_release);
-    MPIDI_CH3I_Smheap_wake_node_ranks(cc->node_rank, cc->size);
+    count_lines(0, cell_lines(bytes));
+    wake_readers(cc);
 }
 
 struct offer_of {
     smheap_coll_comm_t *cc;
-    int rank;
+    int rank, phase;
     uint64_t offered;
 };
 
@@ -335,37 +416,47 @@ static inline int has_offered(void *arg)
 {
     struct offer_of *o = arg;
 
-    return cell_has_call(o->cc, o->rank) ||
+    return cell_has_call(o->cc, o->rank, o->phase) ||
         atomic_load_explicit(&slot(o->cc, o->rank)->step, memory_order_acquire) >= o->offered;
 }
 
-/* Wait until `rank` has offered its data for this call: inline (*c is its cell) or in its
- * slot (*c is NULL).  An error if the progress engine fails, or if the rank left the call
- * early.  (A rank whose data went inline may have run calls ahead since; its slot no longer
- * says anything about this call.) */
-static inline int wait_offer(smheap_coll_comm_t * cc, int rank, uint64_t offered,
-                             const smheap_coll_cell_t ** c)
+/* Wait until `rank` has offered its data for this call: inline (*c is its cell of `phase`)
+ * or in its slot (*c is NULL).  An error if the progress engine fails, or if the rank left
+ * the call early.  (A rank whose data went inline may have run calls ahead since; its slot
+ * no longer says anything about this call.) */
+static inline int wait_offer_at(smheap_coll_comm_t * cc, int rank, int phase, uint64_t offered,
+                                const smheap_coll_cell_t ** c)
 {
-    struct offer_of o = { cc, rank, offered };
+    struct offer_of o = { cc, rank, phase, offered };
     int mpi_errno = MPI_SUCCESS;
 
     *c = NULL;
     if (!has_offered(&o))
         mpi_errno = MPIDI_CH3I_Progress_wait_for(has_offered, &o);
-    if (mpi_errno == MPI_SUCCESS && cell_has_call(cc, rank))
-        *c = cell(cc, rank);
-    else if (mpi_errno == MPI_SUCCESS && failed_in_call(cc, rank))
+    if (mpi_errno == MPI_SUCCESS && cell_has_call(cc, rank, phase)) {
+        *c = cell_at(cc, rank, phase);
+        count_lines(cell_lines((*c)->bytes), 0);
+    } else if (mpi_errno == MPI_SUCCESS && failed_in_call(cc, rank)) {
         MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_coll_peer", "**smheap_coll_peer %d",
                       rank);
+    } else {
+        count_lines(1, 0);
+    }
     return mpi_errno;
+}
+
+static inline int wait_offer(smheap_coll_comm_t * cc, int rank, uint64_t offered,
+                             const smheap_coll_cell_t ** c)
+{
+    return wait_offer_at(cc, rank, 0, offered, c);
 }
 
 /* The same, for a call that must find the data inline (its own data went there), or in the
  * slot: a peer that chose the other way passed a different amount of data. */
-static inline int wait_offer_as(smheap_coll_comm_t * cc, int rank, uint64_t offered,
+static inline int wait_offer_as(smheap_coll_comm_t * cc, int rank, int phase, uint64_t offered,
                                 int want_inline, const smheap_coll_cell_t ** c)
 {
-    int mpi_errno = wait_offer(cc, rank, offered, c);
+    int mpi_errno = wait_offer_at(cc, rank, phase, offered, c);
 
     if (mpi_errno == MPI_SUCCESS && (*c != NULL) != want_inline)
         MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_coll_sizes", "**smheap_coll_sizes %d",
@@ -380,17 +471,34 @@ static inline int wait_all_offers(smheap_coll_comm_t * cc, int size, uint64_t of
     const smheap_coll_cell_t *c;
 
     for (int r = 0; r < size && mpi_errno == MPI_SUCCESS; r++)
-        mpi_errno = wait_offer_as(cc, r, offered, want_inline, &c);
+        mpi_errno = wait_offer_as(cc, r, 0, offered, want_inline, &c);
     return mpi_errno;
 }
 
-#define WAIT_INLINE(cc_, rank_, step_, c_) CHECK_WAIT(wait_offer_as(cc_, rank_, step_, 1, c_))
+#define WAIT_INLINE(cc_, rank_, step_, c_) CHECK_WAIT(wait_offer_as(cc_, rank_, 0, step_, 1, c_))
 #define WAIT_IN_SLOT(cc_, rank_, step_)                                         \
     do {                                                                        \
         const smheap_coll_cell_t *c_;                                           \
-        CHECK_WAIT(wait_offer_as(cc_, rank_, step_, 0, &c_));                   \
+        CHECK_WAIT(wait_offer_as(cc_, rank_, 0, step_, 0, &c_));                   \
     } while (0)
 #define WAIT_ALL_INLINE(cc_, size_, step_) CHECK_WAIT(wait_all_offers(cc_, size_, step_, 1))
 #define WAIT_ALL_IN_SLOTS(cc_, size_, step_) CHECK_WAIT(wait_all_offers(cc_, size_, step_, 0))
+
+/* The same collectives as trees (smheap_coll_tree.c), on a communicator that has one, with
+ * the steps the flat entry point took for its call. */
+static inline int use_tree_for(smheap_coll_comm_t * cc, MPI_Aint bytes)
+{
+    return cc->tree != NULL && fits_inline(bytes);
+}
+
+int MPIDI_CH3I_Smheap_coll_tree_barrier(smheap_coll_comm_t * cc, int me, uint64_t arrived,
+                                        uint64_t released);
+int MPIDI_CH3I_Smheap_coll_tree_bcast(smheap_coll_comm_t * cc, int me, int root, view_t v,
+                                      int carried_in, uint64_t offered, uint64_t copied,
+                                      uint64_t * sent, int *carried);
+int MPIDI_CH3I_Smheap_coll_tree_reduce(smheap_coll_comm_t * cc, int me, int root, int all,
+                                       const void *input, MPI_Aint count, MPI_Datatype dt,
+                                       MPI_Op op, void *result, uint64_t offered,
+                                       uint64_t reduced);
 
 #endif /* SMHEAP_COLL_CALL_H_INCLUDED */

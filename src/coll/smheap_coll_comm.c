@@ -23,6 +23,19 @@ cvars:
         leader per node).  0 keeps MPICH's own algorithms everywhere, as
         MPIR_CVAR_DEVICE_COLLECTIVES=none also does.
 
+    - name        : MPIR_CVAR_CH3_SMHEAP_COLL_TREE_MIN
+      category    : CH3
+      type        : int
+      default     : 32
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: communicators within one node of at least this many ranks, whose ranks
+        are bound to different packages, NUMA nodes or L3 caches, run Barrier and the
+        collectives whose data travel inline as trees that follow those levels (src/coll/
+        smheap_coll_tree.h); smaller ones stay flat.  0 never uses trees.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -30,6 +43,7 @@ cvars:
 #include "smheap.h"
 #include "smheap_coll.h"
 #include "smheap_coll_tables.h"
+#include "smheap_coll_tree.h"
 
 static smheap_coll_tables_t node_tables;       /* communicators within this node */
 static smheap_coll_tables_t spanning_tables;   /* communicators that span nodes */
@@ -46,6 +60,9 @@ static unsigned long long PVAR_COUNTER_smheap_coll_shared;
 static unsigned long long PVAR_COUNTER_smheap_coll_node_aware;
 static unsigned long long PVAR_COUNTER_smheap_coll_fallback;
 static unsigned long long PVAR_COUNTER_smheap_coll_inline;
+static unsigned long long PVAR_COUNTER_smheap_coll_tree;
+unsigned long long PVAR_COUNTER_smheap_coll_lines_read;
+unsigned long long PVAR_COUNTER_smheap_coll_lines_written;
 
 static void get_tables_live(void *addr, void *obj_handle, int count, void *buf)
 {
@@ -67,6 +84,9 @@ void MPIDI_CH3I_Smheap_coll_count(smheap_coll_path_t path)
             break;
         case SMHEAP_COLL_INLINE:
             MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_inline, 1);
+            break;
+        case SMHEAP_COLL_TREE:
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_tree, 1);
             break;
     }
 }
@@ -164,6 +184,9 @@ static int comm_created(MPIR_Comm * comm, void *param)
     }
     cc->size = comm->local_size;
     cc->cells = smheap_coll_cells(comm->local_size);
+    cc->cells_per_call = 1;
+    for (int i = 0; i < SMHEAP_COLL_CELLS_MAX; i++)
+        cc->cell_root[i] = SMHEAP_COLL_ALL_READ;
     cc->tables = list;
     for (int r = 0; r < comm->local_size; r++)
         cc->node_rank[r] = MPIDI_CH3I_Smheap_node_rank(comm, r);
@@ -193,9 +216,43 @@ static int comm_destroyed(MPIR_Comm * comm, void *param)
     free_released_zombies();
     MPL_free(cc->scratch);
     MPL_free(cc->seen);
+    MPIDI_CH3I_Smheap_coll_tree_free(cc->tree);
     MPL_free(cc);
     comm->dev.ch.coll = NULL;
     return MPI_SUCCESS;
+}
+
+/* Where the communicator's ranks sit, from every rank's own view of its place; the tree,
+ * the same on every rank, if they sit apart. */
+static int make_tree(MPIR_Comm * comm, smheap_coll_comm_t * cc)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    int *places;
+
+    places = MPL_malloc((size_t) comm->local_size * SMHEAP_TOPO_LEVELS * sizeof(int),
+                        MPL_MEM_COMM);
+    MPIR_ERR_CHKANDJUMP(places == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPIDI_CH3I_Smheap_coll_place(cc->node_rank[comm->rank],
+                                 &places[comm->rank * SMHEAP_TOPO_LEVELS]);
+    mpi_errno = cc->prev->Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, places,
+                                    SMHEAP_TOPO_LEVELS, MPI_INT, comm, &errflag);
+    if (mpi_errno == MPI_SUCCESS) {
+        /* without memory for it, this rank's collectives could not follow the others' */
+        cc->tree = MPIDI_CH3I_Smheap_coll_tree_create(comm->local_size, places, comm->rank);
+        if (cc->tree == MPIDI_CH3I_SMHEAP_COLL_TREE_NOMEM)
+            MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**nomem");
+    }
+    MPL_free(places);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (cc->tree != NULL)
+        cc->cells_per_call = 2;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    cc->tree = NULL;
+    goto fn_exit;
 }
 
 /* Rank 0 places the control block in the shared heap and tells the others where, through
@@ -225,6 +282,9 @@ static int make_ctrl(MPIR_Comm * comm, smheap_coll_comm_t * cc)
     MPIR_ERR_CHECK(mpi_errno);
     cc->ctrl = ctrl;
     cc->unusable = ctrl == NULL;
+    if (ctrl != NULL && MPIR_CVAR_CH3_SMHEAP_COLL_TREE_MIN > 0 &&
+        comm->local_size >= MPIR_CVAR_CH3_SMHEAP_COLL_TREE_MIN)
+        mpi_errno = make_tree(comm, cc);
 
   fn_exit:
     return mpi_errno;
@@ -284,16 +344,10 @@ int MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step
 {
     struct reached r = { &cc->ctrl->slot[rank].step, step };
 
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_lines_read, 1);
     if (has_reached(&r))
         return MPI_SUCCESS;
     return MPIDI_CH3I_Progress_wait_for(has_reached, &r);
-}
-
-/* This rank has reached `step`: say so, and wake the peers that may sleep waiting for it. */
-void MPIDI_CH3I_Smheap_coll_reach(smheap_coll_comm_t * cc, int me, uint64_t step)
-{
-    atomic_store_explicit(&cc->ctrl->slot[me].step, step, memory_order_release);
-    MPIDI_CH3I_Smheap_wake_node_ranks(cc->node_rank, cc->size);
 }
 
 /* In MPIDI_CH3_Init, after the heap check.  ch3 prepends hooks and runs them in list
@@ -340,6 +394,28 @@ int MPIDI_CH3I_Smheap_coll_init(void)
                                         "of the shared-heap collectives, those whose data "
                                         "travelled inline with their flag in the control "
                                         "block (small Bcast, Reduce, Allreduce, Allgather)");
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_coll_tree,
+                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                        MPIR_T_PVAR_FLAG_READONLY |
+                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
+                                        "of the shared-heap collectives, those that ran as "
+                                        "a tree following the node's topology "
+                                        "(MPIR_CVAR_CH3_SMHEAP_COLL_TREE_MIN)");
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG,
+                                        smheap_coll_lines_read, MPI_T_VERBOSITY_USER_BASIC,
+                                        MPI_T_BIND_NO_OBJECT, MPIR_T_PVAR_FLAG_READONLY |
+                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
+                                        "shared cache lines the shared-heap collectives of "
+                                        "this rank read: peers' steps and cells, and the "
+                                        "doorbells it checks to wake sleepers (bulk data "
+                                        "not counted)");
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG,
+                                        smheap_coll_lines_written, MPI_T_VERBOSITY_USER_BASIC,
+                                        MPI_T_BIND_NO_OBJECT, MPIR_T_PVAR_FLAG_READONLY |
+                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
+                                        "shared cache lines the shared-heap collectives of "
+                                        "this rank wrote: its steps and cells (bulk data "
+                                        "not counted)");
   fn_exit:
     return mpi_errno;
   fn_fail:
@@ -349,5 +425,5 @@ int MPIDI_CH3I_Smheap_coll_init(void)
 int MPIDI_CH3I_Smheap_coll_finalize(void)
 {
     free_released_zombies();
-    return MPI_SUCCESS;
+    return MPIDI_CH3I_Smheap_coll_topo_finalize();
 }

@@ -101,6 +101,12 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     bytes = count * extent;
     offered = next_step(cc);
     reduced = next_step(cc);
+    if (use_tree_for(cc, bytes) && MPIR_Op_is_commutative(op)) {
+        mpi_errno = MPIDI_CH3I_Smheap_coll_tree_reduce(cc, me, 0, 1, in_place ? recvbuf : sendbuf,
+                                                       count, dt, op, recvbuf, offered, reduced);
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
     if (fits_inline(bytes)) {
         mpi_errno = reduce_inline(cc, me, in_place ? recvbuf : sendbuf, count, dt, op, recvbuf,
                                   offered, reduced);
@@ -175,6 +181,14 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
     bytes = count * extent;
     offered = next_step(cc);
     reduced = next_step(cc);
+    if (use_tree_for(cc, bytes) && MPIR_Op_is_commutative(op)) {
+        mpi_errno = MPIDI_CH3I_Smheap_coll_tree_reduce(cc, me, root, 0,
+                                                       in_place ? recvbuf : sendbuf, count, dt,
+                                                       op, me == root ? recvbuf : NULL,
+                                                       offered, reduced);
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
     if (fits_inline(bytes)) {
         mpi_errno = reduce_inline(cc, me, in_place ? recvbuf : sendbuf, count, dt, op,
                                   me == root ? recvbuf : NULL, offered, reduced);

@@ -15,6 +15,11 @@ static int barrier(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
     READY_OR_FALL_BACK(comm, cc, Barrier(comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     step = next_step(cc);
+    if (cc->tree != NULL) {
+        mpi_errno = MPIDI_CH3I_Smheap_coll_tree_barrier(cc, comm->rank, step, next_step(cc));
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
     reach(cc, comm->rank, step);
     WAIT_ALL(cc, comm->local_size, step);
 
@@ -67,7 +72,8 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
     int mpi_errno = MPI_SUCCESS, me = comm->rank;
     smheap_coll_comm_t *cc;
     view_t v = view_of(buf, count, dt);
-    uint64_t offered, copied;
+    uint64_t offered, copied, sent = 0;
+    int carried = MPIR_ERR_NONE;
 
     READY_OR_FALL_BACK(comm, cc, Bcast(buf, count, dt, root, comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
@@ -75,13 +81,15 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
     offered = next_step(cc);
     copied = next_step(cc);
 
-    if (me == root) {
+    if (use_tree_for(cc, v.bytes)) {
+        mpi_errno = MPIDI_CH3I_Smheap_coll_tree_bcast(cc, me, root, v, *errflag, offered,
+                                                      copied, &sent, &carried);
+        MPIR_ERR_CHECK(mpi_errno);
+    } else if (me == root) {
         mpi_errno = bcast_offer(cc, me, v, *errflag, offered, copied);
         MPIR_ERR_CHECK(mpi_errno);
     } else {
         const smheap_coll_cell_t *c;
-        uint64_t sent;
-        int carried;
 
         CHECK_WAIT(wait_offer(cc, root, offered, &c));
         sent = c ? c->bytes : slot(cc, root)->bytes;
@@ -92,6 +100,8 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
         MPIR_ERR_CHECK(mpi_errno);
         if (c != NULL)
             MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
+    }
+    if (me != root) {
         /* the data came, and so does the root's error (as MPICH's error tags pass it on) */
         if (carried != MPIR_ERR_NONE && *errflag == MPIR_ERR_NONE) {
             *errflag = carried;

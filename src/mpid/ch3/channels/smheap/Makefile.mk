@@ -67,13 +67,16 @@ AM_CPPFLAGS += -I$(top_srcdir)/src/coll
 noinst_HEADERS +=                                          \
     src/coll/smheap_coll.h                                 \
     src/coll/smheap_coll_call.h                            \
-    src/coll/smheap_coll_tables.h
+    src/coll/smheap_coll_tables.h                          \
+    src/coll/smheap_coll_tree.h
 
 mpi_core_sources +=                                        \
     src/coll/smheap_coll_comm.c                            \
     src/coll/smheap_coll_rooted.c                          \
     src/coll/smheap_coll_reduce.c                          \
     src/coll/smheap_coll_exchange.c                        \
+    src/coll/smheap_coll_topology.c                        \
+    src/coll/smheap_coll_tree.c                            \
     src/coll/smheap_coll_nodes.c
 
 # (as the embedded ucx and ofi netmods of ch4 add their libraries)
