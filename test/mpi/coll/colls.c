@@ -31,20 +31,6 @@ static void user_sum(void *in, void *inout, int *len, MPI_Datatype * dt)
         ((int *) inout)[i] += ((int *) in)[i];
 }
 
-/* inout = in x inout for 2x2 matrices (row-major) */
-static void matmul(void *in, void *inout, int *len, MPI_Datatype * dt)
-{
-    (void) dt;
-    for (int k = 0; k < *len; k++) {
-        int *a = (int *) in + 4 * k, *b = (int *) inout + 4 * k, c[4];
-        c[0] = a[0] * b[0] + a[1] * b[2];
-        c[1] = a[0] * b[1] + a[1] * b[3];
-        c[2] = a[2] * b[0] + a[3] * b[2];
-        c[3] = a[2] * b[1] + a[3] * b[3];
-        memcpy(b, c, sizeof(c));
-    }
-}
-
 static void mat_of(int rank, int i, int m[4])
 {
     m[0] = 1; m[1] = (rank + i) % 3; m[2] = 0; m[3] = 1 + (rank == 0);
@@ -112,7 +98,7 @@ static void test_reductions(MPI_Comm comm, int heap, int n, MPI_Datatype mat4, M
                     int one = 1;
                     mat_of(k, i, t);
                     memcpy(c, t, sizeof(c));
-                    matmul(want, c, &one, NULL);        /* c = want x t */
+                    smheap_test_matmul(want, c, &one, NULL);        /* c = want x t */
                     memcpy(want, c, sizeof(c));
                 }
                 if (memcmp(want, mr + 4 * i, sizeof(want)) != 0) {
@@ -377,7 +363,7 @@ int main(int argc, char **argv)
     MPI_Type_create_resized(strided, 0, 2 * sizeof(int), &strided);
     MPI_Type_commit(&strided);
     MPI_Op_create(user_sum, 1, &usum);
-    MPI_Op_create(matmul, 0, &mmul);
+    MPI_Op_create(smheap_test_matmul, 0, &mmul);
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
     MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &reversed);

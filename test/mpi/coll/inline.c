@@ -21,20 +21,6 @@ static int coll_on;             /* the shared-heap collectives answer on this co
 
 #define FAIL(...) do { if (errs++ < 10) { printf("rank %d: ", rank); printf(__VA_ARGS__); printf("\n"); } } while (0)
 
-/* inout = in x inout for 2x2 integer matrices */
-static void matmul(void *in, void *inout, int *len, MPI_Datatype * dt)
-{
-    (void) dt;
-    for (int k = 0; k < *len; k++) {
-        int *a = (int *) in + 4 * k, *b = (int *) inout + 4 * k, c[4];
-        c[0] = a[0] * b[0] + a[1] * b[2];
-        c[1] = a[0] * b[1] + a[1] * b[3];
-        c[2] = a[2] * b[0] + a[3] * b[2];
-        c[3] = a[2] * b[1] + a[3] * b[3];
-        memcpy(b, c, sizeof(c));
-    }
-}
-
 static void mat_of(int r, int i, int m[4])
 {
     m[0] = 1; m[1] = (r + i) % 3 + 1; m[2] = r % 2; m[3] = 1 + (r == 0);
@@ -96,7 +82,7 @@ static void reductions(MPI_Comm comm, MPI_Datatype mat4, MPI_Op mmul)
                 int acc[4] = { 1, 0, 0, 1 }, t[4], one = 1;
                 for (int r = 0; r < size; r++) {
                     mat_of(r, i, t);
-                    matmul(acc, t, &one, NULL);         /* t = acc x t */
+                    smheap_test_matmul(acc, t, &one, NULL);         /* t = acc x t */
                     memcpy(acc, t, sizeof(acc));
                 }
                 memcpy(want + 4 * i, acc, sizeof(acc));
@@ -190,7 +176,7 @@ int main(int argc, char **argv)
     MPI_Type_create_resized(vec, 0, 8 * sizeof(int), &every_other);
     MPI_Type_commit(&every_other);
     MPI_Type_free(&vec);
-    MPI_Op_create(matmul, 0, &mmul);
+    MPI_Op_create(smheap_test_matmul, 0, &mmul);
     /* are the shared-heap collectives on (not with the heap or them turned off)? */
     unsigned long long shared = pvar_value("smheap_coll_shared");
     MPI_Barrier(dup);

@@ -22,20 +22,6 @@ static int errs, wrank;
 
 #define FAIL(...) do { if (errs++ < 10) { printf("rank %d: ", wrank); printf(__VA_ARGS__); printf("\n"); } } while (0)
 
-/* inout = in x inout for 2x2 integer matrices (not commutative) */
-static void matmul(void *in, void *inout, int *len, MPI_Datatype * dt)
-{
-    (void) dt;
-    for (int k = 0; k < *len; k++) {
-        int *a = (int *) in + 4 * k, *b = (int *) inout + 4 * k, c[4];
-        c[0] = a[0] * b[0] + a[1] * b[2];
-        c[1] = a[0] * b[1] + a[1] * b[3];
-        c[2] = a[2] * b[0] + a[3] * b[2];
-        c[3] = a[2] * b[1] + a[3] * b[3];
-        memcpy(b, c, sizeof(c));
-    }
-}
-
 static void mat_of(int r, int m[4])
 {
     m[0] = 1; m[1] = r % 3 + 1; m[2] = r % 2; m[3] = 1 + (r == 0);
@@ -107,7 +93,7 @@ static void check_reductions(MPI_Comm comm, int rank, int size)
     int n, sum[20], in[20], m[4], want[4], one[4];
     double d[8], dsum[8];
 
-    MPI_Op_create(matmul, 0, &matop);
+    MPI_Op_create(smheap_test_matmul, 0, &matop);
     for (n = 1; n <= 20; n += 19) {
         for (int i = 0; i < n; i++)
             in[i] = rank + i;
@@ -145,7 +131,7 @@ static void check_reductions(MPI_Comm comm, int rank, int size)
     want[0] = 1; want[1] = 0; want[2] = 0; want[3] = 1;
     for (int r = size - 1; r >= 0; r--) {
         mat_of(r, one);
-        matmul(one, want, (int[]) {1}, NULL);
+        smheap_test_matmul(one, want, (int[]) {1}, NULL);
     }
     mat_of(rank, m);
     {

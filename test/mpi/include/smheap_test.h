@@ -42,6 +42,21 @@ static inline unsigned long long pvar_value(const char *name)
     return v;
 }
 
+/* inout = in x inout for 2x2 integer matrices (row-major): a non-commutative MPI_Op, whose
+ * result shows whether a reduction kept rank order. */
+static inline void smheap_test_matmul(void *in, void *inout, int *len, MPI_Datatype * dt)
+{
+    (void) dt;
+    for (int k = 0; k < *len; k++) {
+        int *a = (int *) in + 4 * k, *b = (int *) inout + 4 * k, c[4];
+        c[0] = a[0] * b[0] + a[1] * b[2];
+        c[1] = a[0] * b[1] + a[1] * b[3];
+        c[2] = a[2] * b[0] + a[3] * b[2];
+        c[3] = a[2] * b[1] + a[3] * b[3];
+        memcpy(b, c, sizeof(c));
+    }
+}
+
 /* Does [p, p+len) lie in this job's shared heap?  The heap is a mapping of a file named
  * /dev/shm/smheap-<job> (unlinked once every rank has opened it); read the mappings. */
 static inline int in_shared_heap(const void *p, size_t len)
