@@ -4,30 +4,9 @@
  *   <coll> <ranks> <mean read> <max read> <mean written> <max written>
  * Counts, not times: they do not depend on how many cores run the ranks, so a 256-rank node
  * can be modelled on a small machine (bench/coll/lines.sh gives the topology). */
-#include <mpi.h>
-#include <stdio.h>
-#include <string.h>
+#include "../../test/mpi/include/smheap_test.h"
 
 #define CALLS 200
-
-static int pvar_index(const char *want)
-{
-    int n;
-
-    MPI_T_pvar_get_num(&n);
-    for (int i = 0; i < n; i++) {
-        char name[256], desc[1024];
-        int nlen = sizeof(name), dlen = sizeof(desc), verb, cls, bind, ro, cont, atomic;
-        MPI_Datatype dt;
-        MPI_T_enum en;
-
-        MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &en, desc, &dlen, &bind, &ro,
-                            &cont, &atomic);
-        if (strcmp(name, want) == 0)
-            return i;
-    }
-    return -1;
-}
 
 static MPI_T_pvar_session session;
 static MPI_T_pvar_handle lines_read, lines_written;
