@@ -388,8 +388,8 @@ static inline int fill_cell(smheap_coll_cell_t * c, view_t v)
 static inline void wake_readers(smheap_coll_comm_t * cc)
 {
     if (cc->tree_call) {
-        MPIDI_CH3I_Smheap_wake_node_ranks(cc->tree->wake, cc->tree->nwake);
-        count_lines(cc->tree->nwake, 0);
+        MPIDI_CH3I_Smheap_wake_node_ranks(cc->tree->wake, cc->tree->nneighbours);
+        count_lines(cc->tree->nneighbours, 0);
     } else {
         MPIDI_CH3I_Smheap_wake_node_ranks(cc->node_rank, cc->size);
         count_lines(cc->size, 0);

@@ -223,35 +223,40 @@ static int comm_destroyed(MPIR_Comm * comm, void *param)
 }
 
 /* Where the communicator's ranks sit, from every rank's own view of its place; the tree,
- * the same on every rank, if they sit apart. */
+ * the same on every rank, if they sit apart.  Every rank must take the same algorithms, so
+ * if one cannot build the tree (no memory), they all stay flat. */
 static int make_tree(MPIR_Comm * comm, smheap_coll_comm_t * cc)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
-    int *places;
+    smheap_coll_tree_t *tree = NULL;
+    int *places, built;
 
     places = MPL_malloc((size_t) comm->local_size * SMHEAP_TOPO_LEVELS * sizeof(int),
                         MPL_MEM_COMM);
-    MPIR_ERR_CHKANDJUMP(places == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    MPIDI_CH3I_Smheap_coll_place(cc->node_rank[comm->rank],
-                                 &places[comm->rank * SMHEAP_TOPO_LEVELS]);
-    mpi_errno = cc->prev->Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, places,
-                                    SMHEAP_TOPO_LEVELS, MPI_INT, comm, &errflag);
-    if (mpi_errno == MPI_SUCCESS) {
-        /* without memory for it, this rank's collectives could not follow the others' */
-        cc->tree = MPIDI_CH3I_Smheap_coll_tree_create(comm->local_size, places, comm->rank);
-        if (cc->tree == MPIDI_CH3I_SMHEAP_COLL_TREE_NOMEM)
-            MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**nomem");
+    if (places != NULL) {
+        MPIDI_CH3I_Smheap_coll_place(cc->node_rank[comm->rank],
+                                     &places[comm->rank * SMHEAP_TOPO_LEVELS]);
+        mpi_errno = cc->prev->Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, places,
+                                        SMHEAP_TOPO_LEVELS, MPI_INT, comm, &errflag);
+        MPIR_ERR_CHECK(mpi_errno);
+        tree = MPIDI_CH3I_Smheap_coll_tree_create(comm->local_size, places);
     }
-    MPL_free(places);
+    built = places != NULL && tree != MPIDI_CH3I_SMHEAP_COLL_TREE_NOMEM;
+    mpi_errno = cc->prev->Allreduce(MPI_IN_PLACE, &built, 1, MPI_INT, MPI_MIN, comm, &errflag);
     MPIR_ERR_CHECK(mpi_errno);
-    if (cc->tree != NULL)
+    if (built && tree != NULL) {
+        cc->tree = tree;
         cc->cells_per_call = 2;
+        tree = NULL;
+    }
 
   fn_exit:
+    if (tree != MPIDI_CH3I_SMHEAP_COLL_TREE_NOMEM)
+        MPIDI_CH3I_Smheap_coll_tree_free(tree);
+    MPL_free(places);
     return mpi_errno;
   fn_fail:
-    cc->tree = NULL;
     goto fn_exit;
 }
 

@@ -3,7 +3,7 @@
  * tree that follows it (smheap_coll_tree.h).
  */
 
-#include "smheap_coll_call.h"
+#include "smheap_coll_tree.h"
 #include <hwloc.h>
 
 static hwloc_topology_t topology;
@@ -136,13 +136,12 @@ static int splitting_levels(int size, const int *places, int *levels, int *scrat
     return n;
 }
 
-smheap_coll_tree_t *MPIDI_CH3I_Smheap_coll_tree_create(int size, const int *places, int me)
+smheap_coll_tree_t *MPIDI_CH3I_Smheap_coll_tree_create(int size, const int *places)
 {
     smheap_coll_tree_t *tree;
     int levels[SMHEAP_TOPO_LEVELS], n;
     int *scratch = MPL_malloc(size * sizeof(int), MPL_MEM_COMM);
 
-    (void) me;
     if (scratch == NULL)
         return MPIDI_CH3I_SMHEAP_COLL_TREE_NOMEM;
     n = splitting_levels(size, places, levels, scratch);
@@ -156,10 +155,10 @@ smheap_coll_tree_t *MPIDI_CH3I_Smheap_coll_tree_create(int size, const int *plac
     tree->size = size;
     tree->levels = n + 2;
     tree->group = MPL_malloc((size_t) tree->levels * size * sizeof(int), MPL_MEM_COMM);
-    tree->children = MPL_malloc(size * sizeof(int), MPL_MEM_COMM);
-    tree->wake = MPL_malloc(size * sizeof(int), MPL_MEM_COMM);
     tree->neighbours = MPL_malloc(size * sizeof(int), MPL_MEM_COMM);
-    if (!tree->group || !tree->children || !tree->wake || !tree->neighbours) {
+    tree->wake = MPL_malloc(size * sizeof(int), MPL_MEM_COMM);
+    tree->other = MPL_malloc(size * sizeof(int), MPL_MEM_COMM);
+    if (!tree->group || !tree->neighbours || !tree->wake || !tree->other) {
         MPIDI_CH3I_Smheap_coll_tree_free(tree);
         return MPIDI_CH3I_SMHEAP_COLL_TREE_NOMEM;
     }
@@ -170,7 +169,7 @@ smheap_coll_tree_t *MPIDI_CH3I_Smheap_coll_tree_create(int size, const int *plac
     for (int i = 1; i <= n; i++)
         group_by(size, places, levels, i, &tree->group[i * size]);
     tree->root = -1;
-    tree->neighbours_root = -1;
+    tree->other_root = -1;
     return tree;
 }
 
@@ -179,9 +178,9 @@ void MPIDI_CH3I_Smheap_coll_tree_free(smheap_coll_tree_t * tree)
     if (tree == NULL)
         return;
     MPL_free(tree->group);
-    MPL_free(tree->children);
-    MPL_free(tree->wake);
     MPL_free(tree->neighbours);
+    MPL_free(tree->wake);
+    MPL_free(tree->other);
     MPL_free(tree);
 }
 
@@ -221,29 +220,28 @@ static int neighbours(const smheap_coll_tree_t * tree, int me, int root, int *ou
 void MPIDI_CH3I_Smheap_coll_tree_root(smheap_coll_tree_t * tree, int me, int root,
                                       const int *node_rank)
 {
-    int n;
-
     if (tree->root == root)
         return;
-    n = neighbours(tree, me, root, tree->wake);
+    tree->nneighbours = neighbours(tree, me, root, tree->neighbours);
     tree->parent = parent_of(tree, me, root);
-    tree->nchildren = 0;
-    for (int i = tree->parent >= 0; i < n; i++)
-        tree->children[tree->nchildren++] = tree->wake[i];
-    /* the same ranks, by the doorbells that wake them */
-    tree->nwake = n;
-    for (int i = 0; i < n; i++)
-        tree->wake[i] = node_rank[tree->wake[i]];
+    tree->children = tree->neighbours + (tree->parent >= 0);
+    tree->nchildren = tree->nneighbours - (tree->parent >= 0);
+    for (int i = 0; i < tree->nneighbours; i++)
+        tree->wake[i] = node_rank[tree->neighbours[i]];
     tree->root = root;
 }
 
 int MPIDI_CH3I_Smheap_coll_tree_neighbours(smheap_coll_tree_t * tree, int me, int root,
                                            const int **out)
 {
-    *out = tree->neighbours;
-    if (tree->neighbours_root != root) {
-        tree->nneighbours = neighbours(tree, me, root, tree->neighbours);
-        tree->neighbours_root = root;
+    if (root == tree->root) {
+        *out = tree->neighbours;
+        return tree->nneighbours;
     }
-    return tree->nneighbours;
+    if (tree->other_root != root) {
+        tree->nother = neighbours(tree, me, root, tree->other);
+        tree->other_root = root;
+    }
+    *out = tree->other;
+    return tree->nother;
 }

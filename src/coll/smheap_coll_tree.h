@@ -35,15 +35,17 @@ typedef struct smheap_coll_tree {
     int *group;                 /* [level * size + rank]: the lowest rank of rank's group */
     /* for one root at a time: */
     int root;
-    int parent;                 /* whom this rank waits for; -1 at the root */
-    int nchildren;
-    int *children;              /* the ranks that wait for this rank */
-    int *wake;                  /* node ranks of the parent and the children */
-    int nwake;
-    /* and the parent and children for another root, as a cell's last readers */
-    int neighbours_root;
+    int *neighbours;            /* this rank's parent (unless it is the root), then its
+                                 * children: whom it waits for and who waits for it */
     int nneighbours;
-    int *neighbours;
+    int parent;                 /* -1 at the root */
+    int *children;              /* (in neighbours) */
+    int nchildren;
+    int *wake;                  /* node ranks of the neighbours */
+    /* and the neighbours for an earlier root, who last read one of this rank's cells */
+    int other_root;
+    int nother;
+    int *other;
 } smheap_coll_tree_t;
 
 /* This process's place: for each level, the index of the object that holds its binding,
@@ -52,11 +54,11 @@ void MPIDI_CH3I_Smheap_coll_place(int node_rank, int place[SMHEAP_TOPO_LEVELS]);
 
 /* The tree for a communicator of `size` ranks whose places are places[rank * LEVELS + l],
  * or NULL when they do not split (or a rank has no place), or ..._NOMEM. */
-smheap_coll_tree_t *MPIDI_CH3I_Smheap_coll_tree_create(int size, const int *places, int me);
+smheap_coll_tree_t *MPIDI_CH3I_Smheap_coll_tree_create(int size, const int *places);
 #define MPIDI_CH3I_SMHEAP_COLL_TREE_NOMEM ((smheap_coll_tree_t *) -1)
 void MPIDI_CH3I_Smheap_coll_tree_free(smheap_coll_tree_t * tree);
 
-/* Make the tree's parent and children those for `root`. */
+/* Make the tree's neighbours those for `root`. */
 void MPIDI_CH3I_Smheap_coll_tree_root(smheap_coll_tree_t * tree, int me, int root,
                                       const int *node_rank);
 
