@@ -15,10 +15,11 @@ for d in "$run" "$ref"; do
     [ -f "$d/summary.txt" ] || { echo "no $d/summary.txt (run maint/run-suite.sh first)" >&2; exit 2; }
 done
 
-# "ok|not ok - ./dir/test nprocs" -> "dir/test nprocs ok|fail"
+# "ok|not ok - ./dir/test nprocs" -> "dir/test nprocs ok|fail"; a test that did not build
+# has no nprocs ("-")
 outcomes() {
-    sed -nE 's/^(ok|not ok) +[0-9]* *- *\.\/([^ ]+) ([0-9]+).*/\2 \3 \1/p' "$1/summary.txt" |
-        sed -E 's/ not ok$/ fail/' | sort -u
+    sed -nE 's/^(ok|not ok) +[0-9]* *- *\.\/([^ ]+) ?([0-9]*).*/\2 \3 \1/p' "$1/summary.txt" |
+        sed -E 's/ not ok$/ fail/; s/^([^ ]+)  /\1 - /' | sort -u
 }
 
 awk -v run="$(basename "$run")" -v ref="$(basename "$ref")" '

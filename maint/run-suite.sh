@@ -146,9 +146,9 @@ start=$(date +%s)
 end=$(date +%s)
 
 # One line per test: "ok|not ok - ./dir/test nprocs seconds", as in the nemesis baseline.
-awk '/^(ok|not ok) /{line=$0; sub(/ *#.*/,"",line)}
-     /^  ---/{inyaml=1} /^  \.\.\./{inyaml=0}
-     /^(ok|not ok) /{print line}' "$out/summary.tap" > "$out/summary.txt"
+awk '/^(ok|not ok) / { line = $0; sub(/ *#.*/, "", line); t = ""
+                        if (match($0, /time=[0-9.]+/)) t = sprintf(" %ds", substr($0, RSTART + 5) + 0.5)
+                        print line t }' "$out/summary.tap" > "$out/summary.txt"
 
 passed=0; failed=0; xfailed=0
 while read -r line; do
