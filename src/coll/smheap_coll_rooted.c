@@ -1,7 +1,8 @@
 /*
  * ch3:smheap collectives with a root, or none at all: Barrier, Bcast, Gather(v), Scatter(v).
  * The root offers its buffer, or a table of where each rank's block lies, and every other
- * rank copies its part straight from there (or, gathering, into the root's buffer).
+ * rank copies its part straight from there (or, gathering, into the root's buffer).  Small
+ * data of Bcast, Gather and Scatter travel inline in the writer's cell instead.
  */
 
 #include "smheap_coll_call.h"
@@ -126,6 +127,41 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
 }
 
 
+/* The root takes each block from its writer's cell, or from where the writer offered it. */
+static int gather_blocks(smheap_coll_comm_t * cc, int me, view_t in, int in_place, view_t rv,
+                         MPI_Aint block, uint64_t offered)
+{
+    int mpi_errno = MPI_SUCCESS, n = cc->size;
+    const void *src;
+
+    for (int r = 0; r < n && mpi_errno == MPI_SUCCESS && block > 0; r++) {
+        const smheap_coll_cell_t *c;
+
+        if (r == me) {
+            if (in_place)
+                continue;
+            NEED_SCRATCH(cc, in.bytes);
+            mpi_errno = readable(cc, in, 0, 0, &src);
+            if (mpi_errno == MPI_SUCCESS)
+                mpi_errno = unpack_into(rv, src, block, r * block);
+            continue;
+        }
+        CHECK_WAIT(wait_offer_as(cc, r, 0, offered, fits_inline(block), &c));
+        if (c != NULL && c->bytes != block)
+            MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
+                                 "**collective_size_mismatch %d %d", (int) c->bytes,
+                                 (int) block);
+        mpi_errno = unpack_into(rv, c ? c->data : slot(cc, r)->src, block, r * block);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* A block that fits in a cell goes there, and its writer returns at once; a bigger one is
+ * offered in place or staged, and its writer waits until the root has copied it. */
 static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                   void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype, int root,
                   MPIR_Comm * comm, MPIR_Errflag_t * errflag)
@@ -144,42 +180,78 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
     offered = next_step(cc);
     copied = next_step(cc);
 
-    if (me != root) {
-        if (in.bytes > 0) {
-            NEED_SCRATCH(cc, in.bytes);
-            mpi_errno = readable(cc, in, 0, 0, &src);
-            MPIR_ERR_CHECK(mpi_errno);
-            offer(cc, me, src, NULL, offered);
-        } else {
-            reach(cc, me, offered);
-        }
+    if (me != root && fits_inline(in.bytes)) {
+        smheap_coll_cell_t *c;
+
+        mpi_errno = claim_cell(cc, me, &c);
+        MPIR_ERR_CHECK(mpi_errno);
+        mpi_errno = fill_cell(c, in);
+        MPIR_ERR_CHECK(mpi_errno);
+        publish_cell(cc, c, in.bytes, MPIR_ERR_NONE);
+        reach(cc, me, copied);
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
+    } else if (me != root) {
+        NEED_SCRATCH(cc, in.bytes);
+        mpi_errno = readable(cc, in, 0, 0, &src);
+        MPIR_ERR_CHECK(mpi_errno);
+        offer(cc, me, src, NULL, offered);
         WAIT(cc, root, copied);
     } else {
         view_t rv = view_of(recvbuf, recvcount * n, recvtype);
         MPI_Aint block = rv.bytes / n;
 
         reach(cc, me, offered);
-        for (int r = 0; r < n && mpi_errno == MPI_SUCCESS && block > 0; r++) {
-            if (r == me) {
-                if (sendbuf == MPI_IN_PLACE)
-                    continue;
-                NEED_SCRATCH(cc, in.bytes);
-                mpi_errno = readable(cc, in, 0, 0, &src);
-                if (mpi_errno == MPI_SUCCESS)
-                    mpi_errno = unpack_into(rv, src, block, r * block);
-                continue;
-            }
-            WAIT(cc, r, offered);
-            mpi_errno = unpack_into(rv, slot(cc, r)->src, block, r * block);
-        }
+        mpi_errno = gather_blocks(cc, me, in, sendbuf == MPI_IN_PLACE, rv, block, offered);
+        MPIR_ERR_CHECK(mpi_errno);      /* senders still waiting learn of it (leave_failed) */
         reach(cc, me, copied);
-        MPIR_ERR_CHECK(mpi_errno);
+        if (fits_inline(block) && n > 1)
+            MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
     }
 
   fn_exit:
     return mpi_errno;
   fn_fail:
     leave_failed(cc, comm->rank, errflag);
+    goto fn_exit;
+}
+
+/* The root's blocks, all of them in its cell when they fit: it returns at once, and each
+ * reader takes its block from there. */
+static int scatter_offer(smheap_coll_comm_t * cc, int me, view_t sv, view_t rv, int in_place,
+                         uint64_t offered, uint64_t copied)
+{
+    int mpi_errno = MPI_SUCCESS, n = cc->size;
+    MPI_Aint block = sv.bytes / n;
+    const void *src;
+
+    if (fits_inline(sv.bytes)) {
+        smheap_coll_cell_t *c;
+
+        mpi_errno = claim_cell(cc, me, &c);
+        MPIR_ERR_CHECK(mpi_errno);
+        mpi_errno = fill_cell(c, sv);
+        MPIR_ERR_CHECK(mpi_errno);
+        publish_cell(cc, c, sv.bytes, MPIR_ERR_NONE);
+        if (!in_place)
+            mpi_errno = unpack_into(rv, c->data + me * block, block, 0);
+        reach(cc, me, copied);
+        MPIR_ERR_CHECK(mpi_errno);
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
+        goto fn_exit;
+    }
+    NEED_SCRATCH(cc, sv.bytes);
+    mpi_errno = readable(cc, sv, 0, 0, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offer(cc, me, src, NULL, offered);
+    if (!in_place)
+        mpi_errno = unpack_into(rv, (const char *) src + me * block, block, 0);
+    reach(cc, me, copied);
+    WAIT_ALL(cc, n, copied);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
     goto fn_exit;
 }
 
@@ -190,36 +262,35 @@ static int scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
     int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
     smheap_coll_comm_t *cc;
     uint64_t offered, copied;
-    const void *src;
+    view_t rv = { 0 };
 
     READY_OR_FALL_BACK(comm, cc, Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                          recvtype, root, comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     offered = next_step(cc);
     copied = next_step(cc);
+    if (recvbuf != MPI_IN_PLACE)        /* (only the root may pass it) */
+        rv = view_of(recvbuf, recvcount, recvtype);
 
     if (me == root) {
-        view_t sv = view_of(sendbuf, sendcount * n, sendtype);
-        MPI_Aint block = sv.bytes / n;
-
-        NEED_SCRATCH(cc, sv.bytes);
-        mpi_errno = readable(cc, sv, 0, 0, &src);
-        MPIR_ERR_CHECK(mpi_errno);
-        offer(cc, me, src, NULL, offered);
-        if (recvbuf != MPI_IN_PLACE)
-            mpi_errno = unpack_into(view_of(recvbuf, recvcount, recvtype),
-                                    (const char *) src + me * block, block, 0);
-        reach(cc, me, copied);
-        WAIT_ALL(cc, n, copied);
+        mpi_errno = scatter_offer(cc, me, view_of(sendbuf, sendcount * n, sendtype), rv,
+                                  recvbuf == MPI_IN_PLACE, offered, copied);
         MPIR_ERR_CHECK(mpi_errno);
     } else {
-        view_t rv = view_of(recvbuf, recvcount, recvtype);
+        const smheap_coll_cell_t *c;
+        const char *from;
 
-        WAIT(cc, root, offered);
-        mpi_errno = unpack_into(rv, (const char *) slot(cc, root)->src + me * rv.bytes,
-                                rv.bytes, 0);
+        CHECK_WAIT(wait_offer_as(cc, root, 0, offered, fits_inline(rv.bytes * n), &c));
+        if (c != NULL && c->bytes != rv.bytes * n)
+            MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
+                                 "**collective_size_mismatch %d %d", (int) c->bytes / n,
+                                 (int) rv.bytes);
+        from = c ? c->data : slot(cc, root)->src;
+        mpi_errno = unpack_into(rv, from + me * rv.bytes, rv.bytes, 0);
         reach(cc, me, copied);
         MPIR_ERR_CHECK(mpi_errno);
+        if (c != NULL)
+            MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
     }
 
   fn_exit:

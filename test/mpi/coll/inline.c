@@ -1,5 +1,5 @@
 /* Small collectives whose data travel inline in the control block (Bcast, Reduce, Allreduce,
- * Allgather of at most a cell's data): a writer returns without waiting for its readers, so
+ * Allgather, Gather, Scatter of at most a cell's data): a writer returns without waiting for its readers, so
  *  - a root broadcasts many times in a row while its readers sleep (three times as many
  *    calls as a rank has cells: it must wait before it writes a cell again), then each
  *    reader finds every value in order;
@@ -7,6 +7,8 @@
  *    the slots) on the same communicator;
  *  - a non-commutative reduction is reduced in rank order, Reduce to every root, with
  *    MPI_IN_PLACE; an Allgather of a strided type;
+ *  - Gather and Scatter run ahead the same way (senders of a Gather while its root sleeps),
+ *    then change roots, with MPI_IN_PLACE at the root;
  *  - ranks that pass different amounts of data, one of them small enough for a cell and the
  *    other not, all get an error (no hang), and the communicator works afterwards.
  * The MPI_T counter smheap_coll_inline shows which calls went inline (none with
@@ -127,6 +129,66 @@ static void gathers(MPI_Comm comm, MPI_Datatype every_other)
     free(out);
 }
 
+/* Gather and Scatter of two ints per rank: the non-roots of a Gather run ahead while its
+ * root sleeps, as does the root of a Scatter while its readers sleep (each 3 * CELLS calls);
+ * then roots change every call, with MPI_IN_PLACE at the root every third call. */
+static void rooted(MPI_Comm comm)
+{
+    int n = 3 * CELLS, *all = malloc(sizeof(int) * 2 * size * n), mine[2];
+
+    if (rank == 0)
+        usleep(50000);
+    for (int i = 0; i < n; i++) {
+        mine[0] = rank * 1000 + i;
+        mine[1] = -rank;
+        MPI_Gather(mine, 2, MPI_INT, all + 2 * size * i, 2, MPI_INT, 0, comm);
+    }
+    for (int i = 0; i < n && rank == 0; i++)
+        for (int r = 0; r < size; r++)
+            if (all[2 * size * i + 2 * r] != r * 1000 + i || all[2 * size * i + 2 * r + 1] != -r) {
+                FAIL("run ahead: Gather %d gave rank %d's block as %d %d", i, r,
+                     all[2 * size * i + 2 * r], all[2 * size * i + 2 * r + 1]);
+                i = n;
+                break;
+            }
+    if (rank != 0)
+        usleep(50000);
+    for (int i = 0; i < n; i++) {
+        for (int r = 0; r < size && rank == 0; r++) {
+            all[2 * r] = r * 1000 + i;
+            all[2 * r + 1] = -i;
+        }
+        MPI_Scatter(all, 2, MPI_INT, mine, 2, MPI_INT, 0, comm);
+        if (mine[0] != rank * 1000 + i || mine[1] != -i)
+            FAIL("run ahead: Scatter %d gave %d %d", i, mine[0], mine[1]);
+    }
+    for (int i = 0; i < 4 * CELLS; i++) {
+        int root = i % size, inplace = rank == root && i % 3 == 0;
+        for (int k = 0; k < 2 * size; k++)
+            all[k] = rank == root ? k * 10 + i : -1;
+        mine[0] = inplace ? -2 : rank + i;
+        mine[1] = inplace ? -2 : rank - i;
+        if (inplace) {
+            all[2 * rank] = rank + i;
+            all[2 * rank + 1] = rank - i;
+        }
+        MPI_Gather(inplace ? MPI_IN_PLACE : mine, 2, MPI_INT, all, 2, MPI_INT, root, comm);
+        for (int r = 0; r < size && rank == root; r++)
+            if (all[2 * r] != r + i || all[2 * r + 1] != r - i)
+                FAIL("Gather %d to %d: rank %d's block %d %d", i, root, r, all[2 * r],
+                     all[2 * r + 1]);
+        for (int k = 0; k < 2 * size; k++)
+            all[k] = rank == root ? k * 10 + i : -1;
+        mine[0] = mine[1] = -1;
+        MPI_Scatter(all, 2, MPI_INT, inplace ? MPI_IN_PLACE : mine, 2, MPI_INT, root, comm);
+        if (inplace && (all[2 * rank] != 2 * rank * 10 + i || all[2 * rank + 1] != (2 * rank + 1) * 10 + i))
+            FAIL("Scatter %d in place at %d changed its own block", i, root);
+        if (!inplace && (mine[0] != 2 * rank * 10 + i || mine[1] != (2 * rank + 1) * 10 + i))
+            FAIL("Scatter %d from %d gave %d %d", i, root, mine[0], mine[1]);
+    }
+    free(all);
+}
+
 /* One side small enough for a cell, the other not: every rank but a Bcast's root (which
  * cannot know) gets an error, and nobody hangs. */
 static void mismatches(MPI_Comm comm)
@@ -147,6 +209,18 @@ static void mismatches(MPI_Comm comm)
         if (err == MPI_SUCCESS)
             FAIL("an Allreduce of %d ints here, %d at rank 0, succeeded", small ? 4 : 1000,
                  root_small ? 4 : 1000);
+        /* a Gather's root always finds out; its senders when they waited for it */
+        err = MPI_Gather(buf, small ? 4 : 1000 / size, MPI_INT, out, small ? 4 : 1000 / size,
+                         MPI_INT, 0, comm);
+        if ((rank == 0 || root_small) && err == MPI_SUCCESS)
+            FAIL("a Gather of %d ints here, %d at rank 0, succeeded", small ? 4 : 1000 / size,
+                 root_small ? 4 : 1000 / size);
+        /* a Scatter's readers always find out; its root when it waited for them */
+        err = MPI_Scatter(buf, small ? 4 : 1000 / size, MPI_INT, out,
+                          small ? 4 : 1000 / size, MPI_INT, 0, comm);
+        if ((rank != 0 || !root_small) && err == MPI_SUCCESS)
+            FAIL("a Scatter of %d ints here, %d at rank 0, succeeded", small ? 4 : 1000 / size,
+                 root_small ? 4 : 1000 / size);
     }
     MPI_Barrier(comm);
     int one = rank, sum = -1;
@@ -203,6 +277,7 @@ int main(int argc, char **argv)
     mixed(dup);
     reductions(dup, mat4, mmul);
     gathers(dup, every_other);
+    rooted(dup);
     if (coll_on && inline_calls() - after_big < 3 * CELLS + 4 * CELLS)
         FAIL("only %llu calls went inline", inline_calls() - after_big);
     mismatches(dup);
