@@ -406,6 +406,25 @@ static inline void publish_cell(smheap_coll_comm_t * cc, smheap_coll_cell_t * c,
     wake_readers(cc);
 }
 
+/* Claim this rank's cell of this call's `phase`, write v's data there and publish it. */
+static inline int write_cell_at(smheap_coll_comm_t * cc, int me, int phase, view_t v,
+                                int carried, smheap_coll_cell_t ** out)
+{
+    int mpi_errno = claim_cell_at(cc, me, phase, out);
+
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = fill_cell(*out, v);
+    if (mpi_errno == MPI_SUCCESS)
+        publish_cell(cc, *out, v.bytes, carried);
+    return mpi_errno;
+}
+
+static inline int write_cell(smheap_coll_comm_t * cc, int me, view_t v, int carried,
+                             smheap_coll_cell_t ** out)
+{
+    return write_cell_at(cc, me, 0, v, carried, out);
+}
+
 struct offer_of {
     smheap_coll_comm_t *cc;
     int rank, phase;

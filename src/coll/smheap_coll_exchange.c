@@ -14,11 +14,8 @@ static int allgather_inline(smheap_coll_comm_t * cc, int me, view_t in, view_t r
     smheap_coll_cell_t *mine;
     const smheap_coll_cell_t *c;
 
-    mpi_errno = claim_cell(cc, me, &mine);
+    mpi_errno = write_cell(cc, me, in, MPIR_ERR_NONE, &mine);       /* in.bytes == block */
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = fill_cell(mine, in);
-    MPIR_ERR_CHECK(mpi_errno);
-    publish_cell(cc, mine, block, MPIR_ERR_NONE);
     for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {
         int r = (me + i) % n;
         if (r == me && in_place)

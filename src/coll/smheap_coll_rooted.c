@@ -43,11 +43,8 @@ static int bcast_offer(smheap_coll_comm_t * cc, int me, view_t v, int carried, u
     if (fits_inline(v.bytes)) {
         smheap_coll_cell_t *c;
 
-        mpi_errno = claim_cell(cc, me, &c);
+        mpi_errno = write_cell(cc, me, v, carried, &c);
         MPIR_ERR_CHECK(mpi_errno);
-        mpi_errno = fill_cell(c, v);
-        MPIR_ERR_CHECK(mpi_errno);
-        publish_cell(cc, c, v.bytes, carried);
         reach(cc, me, copied);
         MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
         goto fn_exit;
@@ -183,11 +180,8 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
     if (me != root && fits_inline(in.bytes)) {
         smheap_coll_cell_t *c;
 
-        mpi_errno = claim_cell(cc, me, &c);
+        mpi_errno = write_cell(cc, me, in, MPIR_ERR_NONE, &c);
         MPIR_ERR_CHECK(mpi_errno);
-        mpi_errno = fill_cell(c, in);
-        MPIR_ERR_CHECK(mpi_errno);
-        publish_cell(cc, c, in.bytes, MPIR_ERR_NONE);
         reach(cc, me, copied);
         MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
     } else if (me != root) {
@@ -227,11 +221,8 @@ static int scatter_offer(smheap_coll_comm_t * cc, int me, view_t sv, view_t rv, 
     if (fits_inline(sv.bytes)) {
         smheap_coll_cell_t *c;
 
-        mpi_errno = claim_cell(cc, me, &c);
+        mpi_errno = write_cell(cc, me, sv, MPIR_ERR_NONE, &c);
         MPIR_ERR_CHECK(mpi_errno);
-        mpi_errno = fill_cell(c, sv);
-        MPIR_ERR_CHECK(mpi_errno);
-        publish_cell(cc, c, sv.bytes, MPIR_ERR_NONE);
         if (!in_place)
             mpi_errno = unpack_into(rv, c->data + me * block, block, 0);
         reach(cc, me, copied);

@@ -71,11 +71,8 @@ int MPIDI_CH3I_Smheap_coll_tree_bcast(smheap_coll_comm_t * cc, int me, int root,
     if (me == root) {
         smheap_coll_cell_t *mine;
 
-        mpi_errno = claim_cell_at(cc, me, 0, &mine);
+        mpi_errno = write_cell_at(cc, me, 0, v, carried_in, &mine);
         MPIR_ERR_CHECK(mpi_errno);
-        mpi_errno = fill_cell(mine, v);
-        MPIR_ERR_CHECK(mpi_errno);
-        publish_cell(cc, mine, v.bytes, carried_in);
         *sent = v.bytes;
         *carried = carried_in;
         reach(cc, me, copied);
