@@ -2,6 +2,9 @@
  * Unit tests for the channel's ring and doorbell (no MPICH needed):
  *   - a ring fills at exactly its cell count, hands cells back in order, and keeps
  *     working when its free-running positions wrap past UINT_MAX;
+ *   - its warm slot holds one message's data at a time: the producer gets it back only
+ *     once the consumer has released the cell that used it, also across UINT_MAX, and
+ *     never for more data than it holds;
  *   - a doorbell rung with nobody asleep costs no futex call, and wakes an armed sleeper;
  *   - a sleeper on several doorbells (its node one and its links') is woken by any of them,
  *     from another process, and otherwise sleeps until its timeout;
@@ -45,8 +48,8 @@ static void ring_at(smheap_ring_end_t * p, smheap_ring_end_t * c, smheap_ring_t 
                     unsigned start)
 {
     atomic_store(&r->head, start);
-    *p = (smheap_ring_end_t) { r, start, start };
-    *c = (smheap_ring_end_t) { r, start, start };
+    *p = (smheap_ring_end_t) { r, start, start, start, start };
+    *c = (smheap_ring_end_t) { r, start, start, start, start };
 }
 
 static void test_fill_order_wrap(void)
@@ -56,7 +59,7 @@ static void test_fill_order_wrap(void)
     smheap_ring_end_t p, c;
     unsigned starts[] = { 0, UINT_MAX - 5 };
 
-    CHECK(smheap_cell_payload(&g) == 256 - 8);
+    CHECK(smheap_cell_payload(&g) == 256 - 16);
     CHECK(sizeof(smheap_cell_t) == SMHEAP_CACHELINE);   /* the payload starts in line 0 */
     for (int s = 0; s < 2; s++) {
         ring_at(&p, &c, r, starts[s]);
@@ -85,6 +88,52 @@ static void test_fill_order_wrap(void)
                     CHECK(smheap_ring_reserve(&p, &g) != NULL); /* room again */
             }
             CHECK(smheap_ring_peek(&c, &g) == NULL);
+        }
+    }
+    munmap(r, smheap_ring_size(&g));
+}
+
+static void test_warm_slot(void)
+{
+    smheap_ring_geometry_t g = { 4, 256, 128 };
+    smheap_ring_t *r = shared_zeroed(smheap_ring_size(&g));
+    smheap_ring_end_t p, c;
+    unsigned starts[] = { 0, UINT_MAX - 5 };
+
+    CHECK(smheap_ring_warm_slot(r, &g) == (char *) r + smheap_ring_size(&g) - 128);
+    for (int s = 0; s < 2; s++) {
+        ring_at(&p, &c, r, starts[s]);
+        for (int round = 0; round < 10; round++) {      /* crosses UINT_MAX for s == 1 */
+            smheap_cell_t *cell = smheap_ring_reserve(&p, &g), *other;
+            char *warm = smheap_ring_reserve_warm(&p, &g, 100);
+            int v = round;
+
+            CHECK(cell != NULL && warm != NULL);
+            if (!cell || !warm)
+                return;
+            CHECK(smheap_ring_reserve_warm(&p, &g, 129) == NULL);      /* too big */
+            memcpy(warm, &v, sizeof v);
+            smheap_ring_publish_warm(&p, cell, 8, 100);
+            /* the slot is taken until the consumer releases that cell... */
+            other = smheap_ring_reserve(&p, &g);
+            CHECK(other != NULL && smheap_ring_reserve_warm(&p, &g, 1) == NULL);
+            if (!other)
+                return;
+            smheap_ring_publish(&p, other, 4);
+            p.warm_retry = p.pos;       /* (found busy: it would wait before looking again) */
+            cell = smheap_ring_peek(&c, &g);
+            CHECK(cell != NULL && cell->len == 8 && cell->warm_len == 100);
+            if (!cell)
+                return;
+            memcpy(&v, smheap_ring_warm_data(&c, &g), sizeof v);
+            CHECK(v == round);
+            smheap_ring_release(&c);
+            /* ...and free once it has, whatever came after it */
+            CHECK(smheap_ring_reserve(&p, &g) != NULL);
+            CHECK(smheap_ring_reserve_warm(&p, &g, 128) != NULL);
+            cell = smheap_ring_peek(&c, &g);
+            CHECK(cell != NULL && cell->len == 4 && cell->warm_len == 0);
+            smheap_ring_release(&c);
         }
     }
     munmap(r, smheap_ring_size(&g));
@@ -245,6 +294,7 @@ static void test_two_process_stream(void)
 int main(void)
 {
     test_fill_order_wrap();
+    test_warm_slot();
     test_doorbell_basics();
     test_doorbell_any();
     test_two_process_stream();

@@ -28,6 +28,7 @@ int MPIDI_CH3I_Without_global_lock(int (*fn) (void *), void *arg);
 int MPIDI_CH3I_Connection_closed(MPIDI_VC_t * vc);
 extern MPIDI_CH3_PktHandler_Fcn *MPIDI_CH3I_pkt_handlers[];    /* by packet type */
 int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen);
+int MPIDI_CH3I_Receive_cell(MPIDI_VC_t * vc, smheap_cell_t * cell);
 
 /* Links to processes of other jobs (ch3_link.c) */
 int MPIDI_CH3I_Link_init(void);

@@ -11,6 +11,7 @@ extern unsigned long long PVAR_COUNTER_smheap_test_yields;
 extern unsigned long long PVAR_COUNTER_smheap_cells_received;
 extern unsigned long long PVAR_COUNTER_smheap_eager_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_eager_bytes;
+extern unsigned long long PVAR_COUNTER_smheap_warm_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_single_copy_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_single_copy_bytes;
 extern unsigned long long PVAR_COUNTER_smheap_staged_msgs;

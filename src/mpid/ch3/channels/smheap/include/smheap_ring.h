@@ -10,6 +10,13 @@
  * cells back through `head`; the producer keeps a private copy of it and reads the shared
  * one only when its copy says the ring is full.  Positions are free-running unsigned
  * counters; differences are taken modulo 2^32.
+ *
+ * A ring may also have a warm slot: one buffer, after the cells, that holds the data of
+ * at most one message at a time.  A message that goes back and forth (a ping-pong, a
+ * request and its reply) would otherwise land in a new cell each time, so the lines it
+ * touches cycle through cells x size bytes and fall out of both cores' first-level
+ * caches; in the warm slot they are the same lines every time.  The producer may use the
+ * slot again once the consumer has released the cell that last used it.
  */
 
 #ifndef SMHEAP_RING_H_INCLUDED
@@ -26,6 +33,7 @@
 typedef struct smheap_cell {
     _Alignas(SMHEAP_CACHELINE) atomic_uint seq;     /* position + 1 once published */
     uint32_t len;               /* payload bytes in this cell */
+    uint32_t warm_len;          /* bytes of the message in the warm slot, 0 if none */
     _Alignas(8) char payload[];
 } smheap_cell_t;
 
@@ -37,6 +45,7 @@ typedef struct smheap_ring {
 typedef struct smheap_ring_geometry {
     unsigned cells;             /* power of two */
     size_t cell_size;           /* bytes per cell, header included; a multiple of 64 */
+    size_t warm_size;           /* bytes of the warm slot, a multiple of 64; 0: none */
 } smheap_ring_geometry_t;
 
 /* One side's private view of a ring. */
@@ -44,11 +53,13 @@ typedef struct smheap_ring_end {
     smheap_ring_t *ring;
     unsigned pos;               /* our position: cells published, or cells consumed */
     unsigned head_seen;         /* producer: the consumer's head when we last looked */
+    unsigned warm_pos;          /* producer: the warm slot is free once head reaches it */
+    unsigned warm_retry;        /* producer: found it busy; look again from this position */
 } smheap_ring_end_t;
 
 static inline size_t smheap_ring_size(const smheap_ring_geometry_t * g)
 {
-    return sizeof(smheap_ring_t) + (size_t) g->cells * g->cell_size;
+    return sizeof(smheap_ring_t) + (size_t) g->cells * g->cell_size + g->warm_size;
 }
 
 static inline size_t smheap_cell_payload(const smheap_ring_geometry_t * g)
@@ -75,12 +86,51 @@ static inline smheap_cell_t *smheap_ring_reserve(smheap_ring_end_t * p,
     return smheap_ring_cell(p, g);
 }
 
+static inline char *smheap_ring_warm_slot(smheap_ring_t * ring, const smheap_ring_geometry_t * g)
+{
+    return (char *) ring + sizeof(smheap_ring_t) + (size_t) g->cells * g->cell_size;
+}
+
+/* Producer: the warm slot, for len bytes of the message in the cell about to be
+ * published, or NULL if it is too small or still in use.  Reads the consumer's head (a
+ * line the consumer writes at every cell) only when the cell that last used the slot may
+ * not have been released yet; a producer that streams messages faster than they are read
+ * would find it busy every time, so after that it does not look again for a quarter of
+ * the ring. */
+static inline char *smheap_ring_reserve_warm(smheap_ring_end_t * p,
+                                             const smheap_ring_geometry_t * g, size_t len)
+{
+    if (len > g->warm_size)
+        return NULL;
+    if ((int) (p->warm_pos - p->head_seen) > 0) {
+        if ((int) (p->warm_retry - p->pos) > 0)
+            return NULL;
+        p->head_seen = atomic_load_explicit(&p->ring->head, memory_order_acquire);
+        if ((int) (p->warm_pos - p->head_seen) > 0) {
+            p->warm_retry = p->pos + g->cells / 4 + 1;
+            return NULL;
+        }
+    }
+    return smheap_ring_warm_slot(p->ring, g);
+}
+
+/* Producer: hand the reserved cell, holding len bytes (and warm_len bytes in the warm
+ * slot, if it reserved it), to the consumer. */
+static inline void smheap_ring_publish_warm(smheap_ring_end_t * p, smheap_cell_t * cell,
+                                            size_t len, size_t warm_len)
+{
+    cell->len = (uint32_t) len;
+    cell->warm_len = (uint32_t) warm_len;
+    p->pos++;
+    if (warm_len > 0)
+        p->warm_pos = p->pos;
+    atomic_store_explicit(&cell->seq, p->pos, memory_order_release);
+}
+
 /* Producer: hand the reserved cell, holding len bytes, to the consumer. */
 static inline void smheap_ring_publish(smheap_ring_end_t * p, smheap_cell_t * cell, size_t len)
 {
-    cell->len = (uint32_t) len;
-    p->pos++;
-    atomic_store_explicit(&cell->seq, p->pos, memory_order_release);
+    smheap_ring_publish_warm(p, cell, len, 0);
 }
 
 /* Consumer: the oldest unread cell, or NULL if the ring is empty. */
@@ -94,7 +144,15 @@ static inline smheap_cell_t *smheap_ring_peek(smheap_ring_end_t * c,
     return cell;
 }
 
-/* Consumer: give the cell returned by smheap_ring_peek back to the producer. */
+/* Consumer: where the data of a cell with warm_len > 0 is, until the cell is released. */
+static inline char *smheap_ring_warm_data(const smheap_ring_end_t * c,
+                                          const smheap_ring_geometry_t * g)
+{
+    return smheap_ring_warm_slot(c->ring, g);
+}
+
+/* Consumer: give the cell returned by smheap_ring_peek back to the producer (and the warm
+ * slot, if the cell used it). */
 static inline void smheap_ring_release(smheap_ring_end_t * c)
 {
     c->pos++;

@@ -103,31 +103,45 @@ static inline smheap_cell_t *reserve_for_new_message(MPIDI_VC_t * vc)
     return smheap_ring_reserve(&vc->ch.out, vc->ch.geom);
 }
 
+/* Copy the data of iov[1..n_iov) to dst. */
+static inline void copy_data(char *dst, const struct iovec *iov, int n_iov)
+{
+    for (int i = 1; i < n_iov; i++) {
+        smheap_copy(dst, iov[i].iov_base, iov[i].iov_len);
+        dst += iov[i].iov_len;
+    }
+}
+
 /* The commonest sends, a lone packet header (every short message, most control packets) or
  * a header and data that fit in one cell (eager messages), to a VC with nothing queued: the
  * message goes straight into one cell, with no iov bookkeeping and the header copied at a
- * size the compiler inlines.  This is the sending half of the small-message latency. */
+ * size the compiler inlines; its data into the ring's warm slot if that is free.  This is
+ * the sending half of the small-message latency. */
 static inline int try_send_in_one_cell(MPIDI_VC_t * vc, const struct iovec *iov, int n_iov)
 {
     smheap_cell_t *cell = reserve_for_new_message(vc);
-    size_t used = sizeof(MPIDI_CH3_Pkt_t), room;
+    const smheap_ring_geometry_t *geom = vc->ch.geom;
+    size_t used = sizeof(MPIDI_CH3_Pkt_t), data = 0;
+    char *warm;
     int i;
 
     if (cell == NULL)
         return FALSE;
-    room = smheap_cell_payload(vc->ch.geom) - used;
-    for (i = 1; i < n_iov; i++) {
-        if (iov[i].iov_len > room)
-            return FALSE;       /* nothing written: the cell stays free */
-        room -= iov[i].iov_len;
-    }
+    for (i = 1; i < n_iov; i++)
+        data += iov[i].iov_len;
+    if (data > smheap_cell_payload(geom) - used)
+        return FALSE;   /* nothing written: the cell stays free */
     count_eager(iov[0].iov_base);
     memcpy(cell->payload, iov[0].iov_base, sizeof(MPIDI_CH3_Pkt_t));
-    for (i = 1; i < n_iov; i++) {
-        smheap_copy(cell->payload + used, iov[i].iov_base, iov[i].iov_len);
-        used += iov[i].iov_len;
+    if (data >= smheap_queue.warm_min &&
+        (warm = smheap_ring_reserve_warm(&vc->ch.out, geom, data)) != NULL) {
+        copy_data(warm, iov, n_iov);
+        smheap_ring_publish_warm(&vc->ch.out, cell, used, data);
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_warm_msgs, 1);
+    } else {
+        copy_data(cell->payload + used, iov, n_iov);
+        smheap_ring_publish(&vc->ch.out, cell, used + data);
     }
-    smheap_ring_publish(&vc->ch.out, cell, used);
     smheap_doorbell_ring(vc->ch.peer_bell);
     return TRUE;
 }
@@ -228,9 +242,13 @@ int MPIDI_CH3_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, in
         mpi_errno = MPIDI_CH3I_Sockpath_iSendv(vc, sreq, iov, n_iov);
         goto fn_exit;
     }
+    sreq->ch.vc = vc;
+    if (sreq->dev.OnDataAvail == NULL && try_send_in_one_cell(vc, iov, n_iov)) {
+        mpi_errno = MPID_Request_complete(sreq);
+        goto fn_exit;
+    }
     copy_iov(local, iov, n_iov);
     count_eager(iov[0].iov_base);
-    sreq->ch.vc = vc;
 
     if (vc->state == MPIDI_VC_STATE_MORIBUND) {
         MPIR_ERR_SET1(sreq->status.MPI_ERROR, MPIX_ERR_PROC_FAILED, "**comm_fail",

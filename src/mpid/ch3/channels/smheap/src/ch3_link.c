@@ -695,7 +695,7 @@ int MPIDI_CH3I_Link_poll(int *made_progress)
         while (budget-- > 0 && (cell = smheap_ring_peek(&vc->ch.in, &l->geom)) != NULL) {
             if (vc->state == MPIDI_VC_STATE_INACTIVE)
                 MPIDI_CHANGE_VC_STATE(vc, ACTIVE);
-            mpi_errno = MPIDI_CH3I_Handle_cell(vc, cell->payload, cell->len);
+            mpi_errno = MPIDI_CH3I_Receive_cell(vc, cell);
             MPIR_ERR_CHECK(mpi_errno);
             *made_progress = TRUE;
             got = 1;

@@ -13,6 +13,7 @@ unsigned long long PVAR_COUNTER_smheap_test_yields;
 unsigned long long PVAR_COUNTER_smheap_cells_received;
 unsigned long long PVAR_COUNTER_smheap_eager_msgs;
 unsigned long long PVAR_COUNTER_smheap_eager_bytes;
+unsigned long long PVAR_COUNTER_smheap_warm_msgs;
 unsigned long long PVAR_COUNTER_smheap_single_copy_msgs;
 unsigned long long PVAR_COUNTER_smheap_single_copy_bytes;
 unsigned long long PVAR_COUNTER_smheap_staged_msgs;
@@ -101,6 +102,9 @@ static void register_messages(void)
     COUNTER(smheap_eager_msgs, MPI_T_VERBOSITY_USER_BASIC,
             "messages this rank sent eagerly, copied through the rings");
     COUNTER(smheap_eager_bytes, MPI_T_VERBOSITY_USER_BASIC, "bytes of those messages");
+    COUNTER(smheap_warm_msgs, MPI_T_VERBOSITY_USER_DETAIL,
+            "eager messages (and other packets with data) whose data went through a "
+            "ring's warm slot");
     COUNTER(smheap_single_copy_msgs, MPI_T_VERBOSITY_USER_BASIC,
             "messages this rank sent with a single copy from the shared heap");
     COUNTER(smheap_single_copy_bytes, MPI_T_VERBOSITY_USER_BASIC, "bytes of those messages");

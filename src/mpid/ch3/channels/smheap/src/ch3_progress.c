@@ -160,26 +160,37 @@ static void wake_owed_senders(void)
 }
 
 /* Hand one cell to ch3.  A cell holding just a packet header, arriving between messages
- * (every short message and most control packets), goes straight to its handler; anything
- * else takes the general path. */
+ * (every short message and most control packets, and eager messages whose data is in the
+ * ring's warm slot), goes straight to its handler; anything else takes the general path. */
 static inline int receive_cell(MPIDI_VC_t * vc, smheap_cell_t * cell)
 {
     MPIDI_CH3_Pkt_t *pkt = (MPIDI_CH3_Pkt_t *) cell->payload;
     MPIR_Request *rreq = NULL;
-    intptr_t len = 0;
+    char *data = cell->payload + sizeof(*pkt);
+    intptr_t len = cell->warm_len;
     int mpi_errno;
 
-    if (vc->ch.recv_active != NULL || cell->len != sizeof(MPIDI_CH3_Pkt_t))
+    if (vc->ch.recv_active != NULL || cell->len != sizeof(MPIDI_CH3_Pkt_t)) {
+        MPIR_Assert(cell->warm_len == 0);       /* only a new message uses the warm slot */
         return MPIDI_CH3I_Handle_cell(vc, cell->payload, cell->len);
+    }
     MPIR_Assert(pkt->type >= 0 && pkt->type < MPIDI_CH3_PKT_END_ALL);
-    mpi_errno = MPIDI_CH3I_pkt_handlers[pkt->type] (vc, pkt, cell->payload + sizeof(*pkt),
-                                                     &len, &rreq);
+    if (len > 0)
+        data = smheap_ring_warm_data(&vc->ch.in, vc->ch.geom);
+    mpi_errno = MPIDI_CH3I_pkt_handlers[pkt->type] (vc, pkt, data, &len, &rreq);
     if (rreq != NULL) {
-        /* the message's data follows in later cells */
+        /* the message's data follows: in the warm slot, or in later cells */
         rreq->dev.iov_offset = 0;
         vc->ch.recv_active = rreq;
+        if (mpi_errno == MPI_SUCCESS && len < (intptr_t) cell->warm_len)
+            mpi_errno = MPIDI_CH3I_Handle_cell(vc, data + len, cell->warm_len - len);
     }
     return mpi_errno;
+}
+
+int MPIDI_CH3I_Receive_cell(MPIDI_VC_t * vc, smheap_cell_t * cell)
+{
+    return receive_cell(vc, cell);
 }
 
 static int completion_count(void)

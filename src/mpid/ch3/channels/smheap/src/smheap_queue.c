@@ -10,6 +10,7 @@
 #include "mpidi_ch3_impl.h"
 #include "mpidu_init_shm.h"
 #include <sched.h>
+#include <unistd.h>
 
 smheap_queue_t smheap_queue;
 
@@ -32,6 +33,32 @@ cvars:
         per ring up to 5 ranks, less beyond, so that each rank's inbound rings stay
         within 8 MiB.  The first local rank's value is used by all.
 
+    - name        : MPIR_CVAR_CH3_SMHEAP_WARM_SIZE
+      category    : CH3
+      type        : int
+      default     : -1
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: bytes of each ring's warm slot, where an eager message's data goes
+        when the slot is free, so that messages going back and forth between two ranks
+        reuse the same cache lines instead of cycling through the ring's cells.  -1
+        chooses an eighth of the first-level data cache; 0 turns the slot off.  The first
+        local rank's value is used by all.
+
+    - name        : MPIR_CVAR_CH3_SMHEAP_WARM_MIN
+      category    : CH3
+      type        : int
+      default     : -1
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: smallest eager message data (bytes) that goes into the warm slot.
+        -1 chooses the larger of 1 KiB and the size at which the ring's cells hold more
+        of such messages than half the first-level data cache.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -39,6 +66,8 @@ cvars:
 #define SMHEAP_MAX_AUTO_RING (2 * 1024 * 1024)
 #define SMHEAP_INBOX_BUDGET (8 * 1024 * 1024)   /* per rank, for the automatic size */
 #define SMHEAP_MIN_RING (64 * 1024)
+#define SMHEAP_DEFAULT_L1 (32 * 1024)   /* where the system does not say */
+#define SMHEAP_WARM_MIN_LINES 16
 
 static size_t pow2_floor(size_t x)
 {
@@ -64,36 +93,67 @@ static size_t ring_bytes(int nranks)
     return pow2_floor(MPL_MAX(want, SMHEAP_MIN_RING));
 }
 
-/* One extra cache line per cell staggers the cells' first lines, where short messages
- * travel: at a power-of-two stride they would all fall into one set of the L1 cache. */
-static void set_geometry(size_t ring)
+static size_t l1_data_cache(void)
 {
-    size_t payload = MPL_MIN(SMHEAP_CELL_SIZE, ring / 4);
+    long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
 
-    smheap_queue.geom.cells = ring / payload;
-    smheap_queue.geom.cell_size = payload + SMHEAP_CACHELINE;
+    return l1 > 0 ? (size_t) l1 : SMHEAP_DEFAULT_L1;
 }
 
-/* Every rank must lay the segment out alike: take the first local rank's ring size (the
- * setting may differ between ranks; /dev/shm and the rank count do not). */
-static int agree_on_ring_size(int nranks, int my_rank, size_t *ring)
+/* A message and its reply each take a warm slot, and each is copied from one buffer and
+ * into another: an eighth of the first-level cache each keeps all of them in half of it.
+ * A quarter was slower for the largest messages than no slot at all (bench/p2p, 8 KiB on
+ * a 32 KiB L1: the four then fill the cache). */
+static size_t warm_bytes(void)
+{
+    if (MPIR_CVAR_CH3_SMHEAP_WARM_SIZE >= 0)
+        return MPL_ROUND_UP_ALIGN((size_t) MPIR_CVAR_CH3_SMHEAP_WARM_SIZE, SMHEAP_CACHELINE);
+    return MPL_ROUND_UP_ALIGN(l1_data_cache() / 8, SMHEAP_CACHELINE);
+}
+
+/* One extra cache line per cell staggers the cells' first lines, where short messages
+ * travel: at a power-of-two stride they would all fall into one set of the L1 cache.  A
+ * warm slot larger than a cell's payload could never be used whole. */
+static void set_geometry(size_t ring, size_t warm)
+{
+    size_t payload = MPL_MIN(SMHEAP_CELL_SIZE, ring / 4);
+    smheap_ring_geometry_t *g = &smheap_queue.geom;
+
+    g->cells = ring / payload;
+    g->cell_size = payload + SMHEAP_CACHELINE;
+    g->warm_size = MPL_MIN(warm, smheap_cell_payload(g) / SMHEAP_CACHELINE * SMHEAP_CACHELINE);
+    /* Below half the L1 cache a ring's worth of messages stays there anyway; below
+     * SMHEAP_WARM_MIN_LINES, what the slot keeps warm costs less than the line of the
+     * consumer's head that the producer reads to know it is free (bench/p2p: 512 B was
+     * slower through the slot, 1 KiB faster). */
+    if (MPIR_CVAR_CH3_SMHEAP_WARM_MIN >= 0)
+        smheap_queue.warm_min = MPL_MAX(MPIR_CVAR_CH3_SMHEAP_WARM_MIN, 1);
+    else
+        smheap_queue.warm_min = MPL_MAX(l1_data_cache() / 2 / g->cells,
+                                        SMHEAP_WARM_MIN_LINES * SMHEAP_CACHELINE);
+}
+
+/* Every rank must lay the segment out alike: take the first local rank's ring and warm
+ * slot sizes (the settings may differ between ranks; /dev/shm and the rank count do not). */
+static int agree_on_ring_size(int nranks, int my_rank, size_t *ring, size_t *warm)
 {
     int mpi_errno = MPI_SUCCESS;
-    uint64_t size = ring_bytes(nranks);
+    uint64_t size[2] = { ring_bytes(nranks), warm_bytes() };
 
     if (my_rank == 0) {
-        mpi_errno = MPIDU_Init_shm_put(&size, sizeof(size));
+        mpi_errno = MPIDU_Init_shm_put(size, sizeof(size));
         MPIR_ERR_CHECK(mpi_errno);
     }
     mpi_errno = MPIDU_Init_shm_barrier();
     MPIR_ERR_CHECK(mpi_errno);
     if (my_rank != 0) {
-        mpi_errno = MPIDU_Init_shm_get(0, sizeof(size), &size);
+        mpi_errno = MPIDU_Init_shm_get(0, sizeof(size), size);
         MPIR_ERR_CHECK(mpi_errno);
     }
     mpi_errno = MPIDU_Init_shm_barrier();       /* before anyone reuses the block */
     MPIR_ERR_CHECK(mpi_errno);
-    *ring = size;
+    *ring = size[0];
+    *warm = size[1];
 
   fn_exit:
     return mpi_errno;
@@ -124,7 +184,7 @@ static int count_node_cpus(const cpu_set_t * table, int nranks)
 int MPIDI_CH3I_Smheap_queue_init(int nranks, int my_rank)
 {
     int mpi_errno = MPI_SUCCESS;
-    size_t bells_len, cpus_len, len, ring;
+    size_t bells_len, cpus_len, len, ring, warm;
     cpu_set_t *cpus;
 
     MPIR_FUNC_ENTER;
@@ -134,9 +194,9 @@ int MPIDI_CH3I_Smheap_queue_init(int nranks, int my_rank)
 
     mpi_errno = MPIDU_Init_shm_init();
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = agree_on_ring_size(nranks, my_rank, &ring);
+    mpi_errno = agree_on_ring_size(nranks, my_rank, &ring, &warm);
     MPIR_ERR_CHECK(mpi_errno);
-    set_geometry(ring);
+    set_geometry(ring, warm);
 
     bells_len = MPL_ROUND_UP_ALIGN((size_t) nranks * sizeof(smheap_doorbell_t), 4096);
     cpus_len = MPL_ROUND_UP_ALIGN((size_t) nranks * sizeof(cpu_set_t), 4096);

@@ -1,0 +1,172 @@
+/* Eager messages through a ring's warm slot (one buffer per ring that holds the data of
+ * one message at a time) arrive intact however the receiver takes them:
+ *   ping-pong    sizes around the slot's bounds, each reply checked;
+ *   stream       200 messages sent without waiting, received late (unexpected), so the
+ *                slot is reused only after the cell that used it is released;
+ *   noncontig    into a vector type (the data is unpacked from the slot);
+ *   any source   from every other rank at once, in per-sender order.
+ * With ranks 0 and 1 on one node and the slot on, MPI_T's smheap_warm_msgs must count
+ * the ping-pong's messages; with MPIR_CVAR_CH3_SMHEAP_WARM_SIZE=0 (testlist env) none. */
+#include <stdlib.h>
+#include <string.h>
+#include "../include/smheap_test.h"
+
+#define MAXSZ 16384
+#define STREAM 200
+
+static void fill(char *p, int n, int seed)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (char) (seed * 7 + i % 251);
+}
+
+static int check(const char *p, int n, int seed, const char *what)
+{
+    for (int i = 0; i < n; i++)
+        if (p[i] != (char) (seed * 7 + i % 251)) {
+            printf("%s (seed %d): byte %d of %d differs\n", what, seed, i, n);
+            return 1;
+        }
+    return 0;
+}
+
+static int ping_pong(int rank, char *buf)
+{
+    static const size_t sizes[] = { 1, 200, 256, 1000, 2048, 4095, 4096, 4097, 8192, 12000 };
+    int errs = 0;
+
+    for (int round = 0; round < 20; round++) {
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+            int n = (int) sizes[s], seed = round * 16 + (int) s;
+
+            if (rank == 0) {
+                fill(buf, n, seed);
+                MPI_Send(buf, n, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+                memset(buf, 0, n);
+                MPI_Recv(buf, n, MPI_CHAR, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                errs += check(buf, n, seed + 1, "ping-pong reply");
+            } else if (rank == 1) {
+                memset(buf, 0, n);
+                MPI_Recv(buf, n, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                errs += check(buf, n, seed, "ping-pong message");
+                fill(buf, n, seed + 1);
+                MPI_Send(buf, n, MPI_CHAR, 0, 2, MPI_COMM_WORLD);
+            }
+        }
+    }
+    return errs;
+}
+
+static int stream(int rank)
+{
+    int errs = 0, n = 1500;
+    char *bufs = malloc((size_t) STREAM * n);
+    MPI_Request *reqs = malloc(STREAM * sizeof(MPI_Request));
+
+    if (rank == 0) {
+        for (int i = 0; i < STREAM; i++) {
+            fill(bufs + (size_t) i * n, n, 1000 + i);
+            MPI_Isend(bufs + (size_t) i * n, n, MPI_CHAR, 1, 3, MPI_COMM_WORLD, &reqs[i]);
+        }
+        MPI_Waitall(STREAM, reqs, MPI_STATUSES_IGNORE);
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);    /* every message is sent before we receive */
+        for (int i = 0; rank == 1 && i < STREAM; i++) {
+            memset(bufs, 0, n);
+            MPI_Recv(bufs, n, MPI_CHAR, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            errs += check(bufs, n, 1000 + i, "stream");
+        }
+    }
+    free(bufs);
+    free(reqs);
+    return errs;
+}
+
+/* 256 blocks of 8 bytes, every other one: 2 KiB of data into 4 KiB of buffer. */
+static int noncontig(int rank)
+{
+    MPI_Datatype vec;
+    char *packed = malloc(2048), *spread = malloc(4096);
+    int errs = 0;
+
+    MPI_Type_vector(256, 8, 16, MPI_CHAR, &vec);
+    MPI_Type_commit(&vec);
+    for (int round = 0; round < 10; round++) {
+        if (rank == 0) {
+            fill(packed, 2048, 2000 + round);
+            MPI_Send(packed, 2048, MPI_CHAR, 1, 4, MPI_COMM_WORLD);
+        } else if (rank == 1) {
+            memset(spread, 0, 4096);
+            MPI_Recv(spread, 1, vec, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (int b = 0; b < 256; b++)
+                memcpy(packed + b * 8, spread + b * 16, 8);
+            errs += check(packed, 2048, 2000 + round, "noncontig");
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    MPI_Type_free(&vec);
+    free(packed);
+    free(spread);
+    return errs;
+}
+
+static int any_source(int rank, int size, char *buf)
+{
+    int errs = 0, n = 3000, per = 30;
+
+    if (rank == 0) {
+        int *next = calloc(size, sizeof(int));
+        MPI_Status st;
+
+        for (int i = 0; i < per * (size - 1); i++) {
+            MPI_Recv(buf, n, MPI_CHAR, MPI_ANY_SOURCE, 5, MPI_COMM_WORLD, &st);
+            errs += check(buf, n, st.MPI_SOURCE * 100 + next[st.MPI_SOURCE]++, "any source");
+        }
+        free(next);
+    } else {
+        for (int i = 0; i < per; i++) {
+            fill(buf, n, rank * 100 + i);
+            MPI_Send(buf, n, MPI_CHAR, 0, 5, MPI_COMM_WORLD);
+        }
+    }
+    return errs;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, prov, errs = 0, local;
+    char *buf;
+    unsigned long long before, warm;
+
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &prov);
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    buf = malloc(MAXSZ);
+    local = same_node(MPI_COMM_WORLD, 0, 1);
+
+    before = pvar_value("smheap_warm_msgs");
+    errs += ping_pong(rank, buf);
+    warm = pvar_value("smheap_warm_msgs") - before;
+    if (rank == 0 && local) {
+        int slot = cvar_int("MPIR_CVAR_CH3_SMHEAP_WARM_SIZE");
+
+        if (slot != 0 && warm == 0) {
+            printf("ping-pong: no message went through the warm slot\n");
+            errs++;
+        } else if (slot == 0 && warm != 0) {
+            printf("ping-pong: %llu messages through a warm slot that is off\n", warm);
+            errs++;
+        }
+    }
+    errs += stream(rank);
+    errs += noncontig(rank);
+    errs += any_source(rank, size, buf);
+
+    free(buf);
+    smheap_test_report(errs);
+    MPI_Finalize();
+    MPI_T_finalize();
+    return errs != 0;
+}
