@@ -57,6 +57,12 @@ typedef struct smheap_ring_end {
     unsigned warm_retry;        /* producer: found it busy; look again from this position */
 } smheap_ring_end_t;
 
+/* Either side's view of a ring that nothing has gone through yet. */
+static inline void smheap_ring_end_init(smheap_ring_end_t * e, smheap_ring_t * ring)
+{
+    *e = (smheap_ring_end_t) {.ring = ring };
+}
+
 static inline size_t smheap_ring_size(const smheap_ring_geometry_t * g)
 {
     return sizeof(smheap_ring_t) + (size_t) g->cells * g->cell_size + g->warm_size;

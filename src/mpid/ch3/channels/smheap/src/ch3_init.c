@@ -67,10 +67,8 @@ static void attach_rings(MPIDI_VC_t * vc)
 {
     int peer = vc->ch.node_rank, me = smheap_queue.my_rank;
 
-    vc->ch.out.ring = MPIDI_CH3I_Smheap_ring(peer, me);
-    vc->ch.out.pos = vc->ch.out.head_seen = 0;
-    vc->ch.in.ring = MPIDI_CH3I_Smheap_ring(me, peer);
-    vc->ch.in.pos = vc->ch.in.head_seen = 0;
+    smheap_ring_end_init(&vc->ch.out, MPIDI_CH3I_Smheap_ring(peer, me));
+    smheap_ring_end_init(&vc->ch.in, MPIDI_CH3I_Smheap_ring(me, peer));
     vc->ch.geom = &smheap_queue.geom;
     vc->ch.peer_bell = &smheap_queue.bells[peer];
     vc->rndvSend_fn = MPIDI_CH3I_Smheap_RndvSend;

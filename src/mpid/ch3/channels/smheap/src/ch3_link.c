@@ -323,8 +323,7 @@ static int map_segment(int fd, const smheap_link_hello_t * hello, smheap_link_t 
 
 static void attach_out(MPIDI_VC_t * vc, smheap_link_t * l, int ring)
 {
-    vc->ch.out.ring = segment_ring(l, ring);
-    vc->ch.out.pos = vc->ch.out.head_seen = 0;
+    smheap_ring_end_init(&vc->ch.out, segment_ring(l, ring));
     vc->ch.geom = &l->geom;
     vc->ch.peer_bell = &l->seg->bell[1 - l->side];
     vc->ch.out_link = l;
@@ -333,8 +332,7 @@ static void attach_out(MPIDI_VC_t * vc, smheap_link_t * l, int ring)
 
 static void attach_in(MPIDI_VC_t * vc, smheap_link_t * l, int ring)
 {
-    vc->ch.in.ring = segment_ring(l, ring);
-    vc->ch.in.pos = vc->ch.in.head_seen = 0;
+    smheap_ring_end_init(&vc->ch.in, segment_ring(l, ring));
     vc->ch.in_link = l;
     l->vc = vc;
     l->reads = 1;
