@@ -42,6 +42,24 @@ static inline unsigned long long pvar_value(const char *name)
     return v;
 }
 
+/* A buffer's contents as a function of a seed, to tell messages and their bytes apart. */
+static inline void fill_pattern(char *p, int n, int seed)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (char) (seed * 7 + i % 251);
+}
+
+/* 0 if p holds fill_pattern(seed)'s n bytes; else 1, saying where it differs. */
+static inline int check_pattern(const char *p, int n, int seed, const char *what)
+{
+    for (int i = 0; i < n; i++)
+        if (p[i] != (char) (seed * 7 + i % 251)) {
+            printf("%s (seed %d): byte %d of %d differs\n", what, seed, i, n);
+            return 1;
+        }
+    return 0;
+}
+
 /* inout = in x inout for 2x2 integer matrices (row-major): a non-commutative MPI_Op, whose
  * result shows whether a reduction kept rank order. */
 static inline void smheap_test_matmul(void *in, void *inout, int *len, MPI_Datatype * dt)

@@ -14,22 +14,6 @@
 #define MAXSZ 16384
 #define STREAM 200
 
-static void fill(char *p, int n, int seed)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (char) (seed * 7 + i % 251);
-}
-
-static int check(const char *p, int n, int seed, const char *what)
-{
-    for (int i = 0; i < n; i++)
-        if (p[i] != (char) (seed * 7 + i % 251)) {
-            printf("%s (seed %d): byte %d of %d differs\n", what, seed, i, n);
-            return 1;
-        }
-    return 0;
-}
-
 static int ping_pong(int rank, char *buf)
 {
     static const size_t sizes[] = { 1, 200, 256, 1000, 2048, 4095, 4096, 4097, 8192, 12000 };
@@ -40,16 +24,16 @@ static int ping_pong(int rank, char *buf)
             int n = (int) sizes[s], seed = round * 16 + (int) s;
 
             if (rank == 0) {
-                fill(buf, n, seed);
+                fill_pattern(buf, n, seed);
                 MPI_Send(buf, n, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
                 memset(buf, 0, n);
                 MPI_Recv(buf, n, MPI_CHAR, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                errs += check(buf, n, seed + 1, "ping-pong reply");
+                errs += check_pattern(buf, n, seed + 1, "ping-pong reply");
             } else if (rank == 1) {
                 memset(buf, 0, n);
                 MPI_Recv(buf, n, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                errs += check(buf, n, seed, "ping-pong message");
-                fill(buf, n, seed + 1);
+                errs += check_pattern(buf, n, seed, "ping-pong message");
+                fill_pattern(buf, n, seed + 1);
                 MPI_Send(buf, n, MPI_CHAR, 0, 2, MPI_COMM_WORLD);
             }
         }
@@ -65,7 +49,7 @@ static int stream(int rank)
 
     if (rank == 0) {
         for (int i = 0; i < STREAM; i++) {
-            fill(bufs + (size_t) i * n, n, 1000 + i);
+            fill_pattern(bufs + (size_t) i * n, n, 1000 + i);
             MPI_Isend(bufs + (size_t) i * n, n, MPI_CHAR, 1, 3, MPI_COMM_WORLD, &reqs[i]);
         }
         MPI_Waitall(STREAM, reqs, MPI_STATUSES_IGNORE);
@@ -75,7 +59,7 @@ static int stream(int rank)
         for (int i = 0; rank == 1 && i < STREAM; i++) {
             memset(bufs, 0, n);
             MPI_Recv(bufs, n, MPI_CHAR, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            errs += check(bufs, n, 1000 + i, "stream");
+            errs += check_pattern(bufs, n, 1000 + i, "stream");
         }
     }
     free(bufs);
@@ -94,14 +78,14 @@ static int noncontig(int rank)
     MPI_Type_commit(&vec);
     for (int round = 0; round < 10; round++) {
         if (rank == 0) {
-            fill(packed, 2048, 2000 + round);
+            fill_pattern(packed, 2048, 2000 + round);
             MPI_Send(packed, 2048, MPI_CHAR, 1, 4, MPI_COMM_WORLD);
         } else if (rank == 1) {
             memset(spread, 0, 4096);
             MPI_Recv(spread, 1, vec, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             for (int b = 0; b < 256; b++)
                 memcpy(packed + b * 8, spread + b * 16, 8);
-            errs += check(packed, 2048, 2000 + round, "noncontig");
+            errs += check_pattern(packed, 2048, 2000 + round, "noncontig");
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
@@ -121,12 +105,12 @@ static int any_source(int rank, int size, char *buf)
 
         for (int i = 0; i < per * (size - 1); i++) {
             MPI_Recv(buf, n, MPI_CHAR, MPI_ANY_SOURCE, 5, MPI_COMM_WORLD, &st);
-            errs += check(buf, n, st.MPI_SOURCE * 100 + next[st.MPI_SOURCE]++, "any source");
+            errs += check_pattern(buf, n, st.MPI_SOURCE * 100 + next[st.MPI_SOURCE]++, "any source");
         }
         free(next);
     } else {
         for (int i = 0; i < per; i++) {
-            fill(buf, n, rank * 100 + i);
+            fill_pattern(buf, n, rank * 100 + i);
             MPI_Send(buf, n, MPI_CHAR, 0, 5, MPI_COMM_WORLD);
         }
     }

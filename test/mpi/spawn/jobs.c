@@ -25,22 +25,6 @@
 
 static char static_buf[MEDIUM];
 
-static void fill(char *p, int n, int seed)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (char) (seed * 7 + i % 251);
-}
-
-static int check(const char *p, int n, int seed, const char *what)
-{
-    for (int i = 0; i < n; i++)
-        if (p[i] != (char) (seed * 7 + i % 251)) {
-            fprintf(stderr, "%s: byte %d of %d wrong\n", what, i, n);
-            return 1;
-        }
-    return 0;
-}
-
 /* Link segments this process maps now (memfds named smheap-link). */
 static int mapped_links(void)
 {
@@ -76,9 +60,9 @@ static int exchange(MPI_Comm inter, int seed_base)
     heap_recv = malloc(BIG);
     for (int r = 0; r < rsize; r++) {
         int seed = seed_base + rank * 16 + r;
-        fill(small_send + 100 * r, 100, seed);
-        fill(static_send + MEDIUM / 16 * r, MEDIUM / 16, seed + 1);
-        fill(heap_send + (size_t) BIG * r, BIG, seed + 2);
+        fill_pattern(small_send + 100 * r, 100, seed);
+        fill_pattern(static_send + MEDIUM / 16 * r, MEDIUM / 16, seed + 1);
+        fill_pattern(heap_send + (size_t) BIG * r, BIG, seed + 2);
         MPI_Isend(small_send + 100 * r, 100, MPI_CHAR, r, 1, inter, &reqs[3 * r]);
         MPI_Isend(static_send + MEDIUM / 16 * r, MEDIUM / 16, MPI_CHAR, r, 2, inter,
                   &reqs[3 * r + 1]);
@@ -87,11 +71,11 @@ static int exchange(MPI_Comm inter, int seed_base)
     for (int r = 0; r < rsize; r++) {
         int seed = seed_base + r * 16 + rank;
         MPI_Recv(small_recv, 100, MPI_CHAR, r, 1, inter, MPI_STATUS_IGNORE);
-        errs += check(small_recv, 100, seed, "100 B");
+        errs += check_pattern(small_recv, 100, seed, "100 B");
         MPI_Recv(static_recv, MEDIUM / 16, MPI_CHAR, r, 2, inter, MPI_STATUS_IGNORE);
-        errs += check(static_recv, MEDIUM / 16, seed + 1, "4 KiB static");
+        errs += check_pattern(static_recv, MEDIUM / 16, seed + 1, "4 KiB static");
         MPI_Recv(heap_recv, BIG, MPI_CHAR, r, 3, inter, MPI_STATUS_IGNORE);
-        errs += check(heap_recv, BIG, seed + 2, "4 MiB heap");
+        errs += check_pattern(heap_recv, BIG, seed + 2, "4 MiB heap");
     }
     MPI_Waitall(3 * rsize, reqs, MPI_STATUSES_IGNORE);
     free(small_send);
@@ -166,9 +150,9 @@ static int merged_collectives(MPI_Comm inter, int is_child)
         errs++;
     }
     if (rank == size - 1)       /* a child */
-        fill(buf, 1 << 20, 99);
+        fill_pattern(buf, 1 << 20, 99);
     MPI_Bcast(buf, 1 << 20, MPI_CHAR, size - 1, merged);
-    errs += check(buf, 1 << 20, 99, "Bcast over both jobs");
+    errs += check_pattern(buf, 1 << 20, 99, "Bcast over both jobs");
     all = malloc(size * sizeof(int));
     MPI_Allgather(&rank, 1, MPI_INT, all, 1, MPI_INT, merged);
     for (int i = 0; i < size; i++)
