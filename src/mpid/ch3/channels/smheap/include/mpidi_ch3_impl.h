@@ -56,6 +56,7 @@ int MPIDI_CH3I_Sockpath_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iove
 void MPIDI_CH3I_Sockpath_adopt(MPIDI_VC_t * vc);
 int MPIDI_CH3I_Sockpath_connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc);
 int MPIDI_CH3I_Sockpath_poll(int *made_progress);
+int MPIDI_CH3I_Sockpath_reading_data(void);
 int MPIDI_CH3I_Sockpath_poll_listener(void);
 int MPIDI_CH3I_Sockpath_sleep(int timeout_ms, int *made_progress);
 int MPIDI_CH3I_Sockpath_terminate(MPIDI_VC_t * vc);

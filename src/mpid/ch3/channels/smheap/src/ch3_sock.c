@@ -37,6 +37,7 @@ static MPIDI_CH3I_Sock_t wake_sock;
 static char wake_name[SMHEAP_DOORBELL_NAME_LEN];
 static char wake_byte;
 static int handling;            /* an event handler re-entered progress */
+static int data_reads;          /* connections in the middle of reading a message's data */
 
 /* ------------------------------------------------------------------------------------ */
 /* Set-up                                                                               */
@@ -514,11 +515,27 @@ static int post_recv_data(MPIDI_CH3I_Connection_t * conn, MPIR_Request * rreq)
     struct iovec *iov = rreq->dev.iov;
     int piece = next_piece(iov, rreq->dev.iov_count);
 
+    if (conn->recv_active == NULL)
+        data_reads++;
     conn->recv_active = rreq;
     conn->vc->ch.recv_piece = piece;
     if (piece == 0)
         return MPIDI_CH3I_Sock_post_read(conn->sock, iov[0].iov_base, 1, iov[0].iov_len, NULL);
     return MPIDI_CH3I_Sock_post_readv(conn->sock, iov, piece, NULL);
+}
+
+static void end_data_read(MPIDI_CH3I_Connection_t * conn)
+{
+    if (conn->recv_active != NULL)
+        data_reads--;
+    conn->recv_active = NULL;
+}
+
+/* Is a message's data partly read?  Its next piece comes as the socket fills, and looking
+ * less often lets more of it come with each read. */
+int MPIDI_CH3I_Sockpath_reading_data(void)
+{
+    return data_reads > 0;
 }
 
 /* Read what the socket holds of rreq's iov; complete the request (or let ch3 reload the
@@ -544,7 +561,7 @@ static int read_more_data(MPIDI_CH3I_Connection_t * conn, MPIR_Request * rreq)
         mpi_errno = request_written(conn->vc, rreq, &complete);
         MPIR_ERR_CHECK(mpi_errno);
         if (complete) {
-            conn->recv_active = NULL;
+            end_data_read(conn);
             mpi_errno = post_recv_pkt(conn);
             goto fn_exit;
         }
@@ -644,7 +661,7 @@ static int handle_data(MPIDI_CH3I_Connection_t * conn, size_t nb)
     mpi_errno = request_written(conn->vc, rreq, &complete);
     MPIR_ERR_CHECK(mpi_errno);
     if (complete) {
-        conn->recv_active = NULL;
+        end_data_read(conn);
         mpi_errno = post_recv_pkt(conn);
     } else
         mpi_errno = read_more_data(conn, rreq);
