@@ -10,11 +10,15 @@ RAW has one line per measurement, as run.sh writes them:
 (lines with '#' are comments).  Prints, per case, the median over the rounds of every MPI at
 every size and smheap's speedup over each other MPI (its time / smheap's for latencies and
 collectives, smheap's MB/s / its for bandwidths: above 1, smheap is faster), then the pvar
-lines of the last smheap round.  Writes OUTDIR/nodes-<case>.dat and OUTDIR/nodes.gp, the
+lines of the last smheap round.  The loopback TCP between simulated nodes runs at two
+speeds in spells of tens of seconds (about 2 and 5 GB/s on the 2-CPU AMD EPYC), which hit
+either MPI: a further column gives the median over the rounds of each round's speedup, the
+two MPIs measured back to back.  Writes OUTDIR/nodes-<case>.dat and OUTDIR/nodes.gp, the
 gnuplot script that draws OUTDIR/nodes.png from them.  Standard library only.
 """
 import collections
 import os
+import statistics
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from benchlib import machine, human, med  # noqa: E402
@@ -37,6 +41,7 @@ COLOR = {"smheap": "#d62728", "nemesis": "#1f77b4"}
 def read_raw(path):
     """(mpi, case, size) -> values, and case -> pvar words of the last smheap round."""
     vals = collections.defaultdict(list)
+    rounds = collections.defaultdict(dict)
     pvars = {}
     last = {}
     header = []
@@ -48,32 +53,46 @@ def read_raw(path):
         words = line.split()
         kv = dict(w.split("=", 1) for w in words if "=" in w)
         if "value" in kv:
-            vals[(kv["mpi"], kv["case"], int(kv["size"]))].append(float(kv["value"]))
+            key = (kv["mpi"], kv["case"], int(kv["size"]))
+            vals[key].append(float(kv["value"]))
+            rounds[key][kv["round"]] = float(kv["value"])
         elif "pvar" in words and kv.get("mpi") == "smheap":
             rnd, case = int(kv["round"]), kv["case"]
             if rnd > last.get(case, 0):
                 last[case], pvars[case] = rnd, []
             if rnd == last[case]:
                 pvars[case] += words[words.index("pvar") + 1:]
-    return vals, pvars
+    return vals, rounds, pvars
+
+
+def speedup_value(sm, other, kind):
+    return other / sm if kind == "time" else sm / other
 
 
 def speedup(sm, other, kind):
     if sm is None or other is None or not sm or not other:
         return "-"
-    return "%.2f" % (other / sm if kind == "time" else sm / other)
+    return "%.2f" % speedup_value(sm, other, kind)
 
 
-def table(vals, mpis, case, title, kind):
+def paired_speedup(rounds, other, case, size, kind):
+    """The median over the rounds of each round's speedup of smheap over other."""
+    sm, them = rounds.get(("smheap", case, size), {}), rounds.get((other, case, size), {})
+    both = [speedup_value(sm[r], them[r], kind) for r in sm if r in them and sm[r] and them[r]]
+    return "%.2f" % statistics.median(both) if both else "-"
+
+
+def table(vals, rounds, mpis, case, title, kind):
     sizes = sorted({k[2] for k in vals if k[1] == case})
     if not sizes:
         return
     runs = max(len(vals[k]) for k in vals if k[1] == case)
     others = [m for m in mpis if m != "smheap"]
-    print("\n%s, median of %d runs; x<mpi> = smheap's speedup (above 1: smheap faster)"
-          % (title, runs))
+    print("\n%s, median of %d runs; x<mpi> = smheap's speedup (above 1: smheap faster),"
+          " p<mpi> = the median of each round's speedup" % (title, runs))
     print("  on " + MACHINE)
-    print(" ".join("%9s" % h for h in ["size"] + mpis + ["x" + m[:7] for m in others]))
+    print(" ".join("%9s" % h for h in ["size"] + mpis + ["x" + m[:7] for m in others] +
+                   ["p" + m[:7] for m in others]))
     fmt = "%9.3f" if kind == "time" else "%9.0f"
     for size in sizes:
         row = [human(size)]
@@ -82,6 +101,7 @@ def table(vals, mpis, case, title, kind):
             row.append(fmt % v if v is not None else "-")
         sm = med(vals, ("smheap", case, size))
         row += [speedup(sm, med(vals, (m, case, size)), kind) for m in others]
+        row += [paired_speedup(rounds, m, case, size, kind) for m in others]
         print(" ".join("%9s" % c for c in row))
 
 
@@ -123,11 +143,11 @@ def main():
     global MACHINE
     raw, outdir = sys.argv[1], sys.argv[2]
     MACHINE = machine(raw)
-    vals, pvars = read_raw(raw)
+    vals, rounds, pvars = read_raw(raw)
     present = {k[0] for k in vals}
     mpis = [m for m in ORDER if m in present] + sorted(present - set(ORDER))
     for case, title, kind in CASES:
-        table(vals, mpis, case, title, kind)
+        table(vals, rounds, mpis, case, title, kind)
     if any(k[1].startswith("coll") and k[0] == "nemesis" for k in vals):
         print("\n(coll: 4 ranks on this machine's CPUs may be more ranks than cores; then the"
               " times say as much about how an MPI waits as about how it moves data)")
