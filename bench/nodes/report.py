@@ -82,6 +82,13 @@ def paired_speedup(rounds, other, case, size, kind):
     return "%.2f" % statistics.median(both) if both else "-"
 
 
+def rounds_ahead(rounds, other, case, size, kind):
+    """In how many rounds smheap was faster than other."""
+    sm, them = rounds.get(("smheap", case, size), {}), rounds.get((other, case, size), {})
+    both = [speedup_value(sm[r], them[r], kind) for r in sm if r in them and sm[r] and them[r]]
+    return "%d/%d" % (sum(x > 1 for x in both), len(both)) if both else "-"
+
+
 def table(vals, rounds, mpis, case, title, kind):
     sizes = sorted({k[2] for k in vals if k[1] == case})
     if not sizes:
@@ -89,10 +96,11 @@ def table(vals, rounds, mpis, case, title, kind):
     runs = max(len(vals[k]) for k in vals if k[1] == case)
     others = [m for m in mpis if m != "smheap"]
     print("\n%s, median of %d runs; x<mpi> = smheap's speedup (above 1: smheap faster),"
-          " p<mpi> = the median of each round's speedup" % (title, runs))
+          " p<mpi> = the median of each round's speedup, w<mpi> = rounds smheap was faster"
+          % (title, runs))
     print("  on " + MACHINE)
     print(" ".join("%9s" % h for h in ["size"] + mpis + ["x" + m[:7] for m in others] +
-                   ["p" + m[:7] for m in others]))
+                   ["p" + m[:7] for m in others] + ["w" + m[:7] for m in others]))
     fmt = "%9.3f" if kind == "time" else "%9.0f"
     for size in sizes:
         row = [human(size)]
@@ -102,6 +110,7 @@ def table(vals, rounds, mpis, case, title, kind):
         sm = med(vals, ("smheap", case, size))
         row += [speedup(sm, med(vals, (m, case, size)), kind) for m in others]
         row += [paired_speedup(rounds, m, case, size, kind) for m in others]
+        row += [rounds_ahead(rounds, m, case, size, kind) for m in others]
         print(" ".join("%9s" % c for c in row))
 
 

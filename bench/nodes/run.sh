@@ -14,6 +14,9 @@
 #   bench/nodes/run.sh [RUNS]     (default 5; smheap from maint/setup.sh, nemesis from
 #                                  maint/setup.sh --nemesis)
 #   QUICK=1 bench/nodes/run.sh 1  a smoke test: fewer iterations
+#   CASES="cross-bw" bench/nodes/run.sh 15   only these cases (of cross-lat cross-bw
+#                                  onnode-bw coll-bcast coll-allreduce), e.g. many rounds
+#                                  of one where the host's spells make 5 too few
 # Four ranks on a 2-CPU machine are more ranks than cores: the coll case then measures how
 # each MPI waits as much as how it moves data (the report says so).
 # Output in build/results/bench/: nodes.txt, nodes-raw.txt, nodes.png (nodes.gp, nodes-*.dat).
@@ -21,6 +24,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-5}
 quick=${QUICK:-0}
+cases=${CASES:-cross-lat cross-bw onnode-bw coll-bcast coll-allreduce}
 exe="$top/build/bench/nodes"
 out="$top/build/results/bench"
 raw="$out/nodes-raw.txt"
@@ -52,7 +56,7 @@ launch() {
 record() { bench_record nodes "$raw" "$@"; }
 
 {
-    echo "# bench/nodes/run.sh $runs QUICK=$quick, $(date -Is), $(uname -r)"
+    echo "# bench/nodes/run.sh $runs QUICK=$quick CASES=\"$cases\", $(date -Is), $(uname -r)"
     echo "# machine: $(bench_machine)"
     echo "# mpis: ${mpis[*]}"
 } >"$raw"
@@ -63,7 +67,7 @@ for r in $(seq "$runs"); do
     n=${#mpis[@]}
     order=()
     for i in $(seq 0 $((n - 1))); do order+=("${mpis[$(((i + r) % n))]}"); done
-    for c in cross-lat cross-bw onnode-bw coll-bcast coll-allreduce; do
+    for c in $cases; do
         for m in "${order[@]}"; do
             label="round=$r mpi=$m case=$c"
             case $c in
@@ -75,6 +79,7 @@ for r in $(seq "$runs"); do
                            "$a:2,$b:1" 3 p2p_bench -t bw -S 4194304 "${qflag[@]}" ;;
             coll-*)    record "$label" launch "$m" "$a:2,$b:2" 4 coll_bench -c "${c#coll-}" \
                            -l 8,65536,1048576 "${qflag[@]}" ;;
+            *) echo "nodes: unknown case '$c' in CASES" >&2; exit 1 ;;
             esac
         done
     done
