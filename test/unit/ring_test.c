@@ -5,6 +5,8 @@
  *   - its warm slot holds one message's data at a time: the producer gets it back only
  *     once the consumer has released the cell that used it, also across UINT_MAX, and
  *     never for more data than it holds;
+ *   - data spread into a cell stays inside it, clear of the header, on line boundaries,
+ *     and moves to other lines of the cell from one lap of the ring to the next;
  *   - a doorbell rung with nobody asleep costs no futex call, and wakes an armed sleeper;
  *   - a sleeper on several doorbells (its node one and its links') is woken by any of them,
  *     from another process, and otherwise sleeps until its timeout;
@@ -122,19 +124,65 @@ static void test_warm_slot(void)
             smheap_ring_publish(&p, other, 4);
             p.warm_retry = p.pos;       /* (found busy: it would wait before looking again) */
             cell = smheap_ring_peek(&c, &g);
-            CHECK(cell != NULL && cell->len == 8 && cell->warm_len == 100);
+            CHECK(cell != NULL && cell->len == 8 && cell->apart_len == 100 && cell->apart_at == 0);
             if (!cell)
                 return;
-            memcpy(&v, smheap_ring_warm_data(&c, &g), sizeof v);
+            memcpy(&v, smheap_ring_apart_data(&c, &g, cell), sizeof v);
             CHECK(v == round);
             smheap_ring_release(&c);
             /* ...and free once it has, whatever came after it */
             CHECK(smheap_ring_reserve(&p, &g) != NULL);
             CHECK(smheap_ring_reserve_warm(&p, &g, 128) != NULL);
             cell = smheap_ring_peek(&c, &g);
-            CHECK(cell != NULL && cell->len == 4 && cell->warm_len == 0);
+            CHECK(cell != NULL && cell->len == 4 && cell->apart_len == 0);
             smheap_ring_release(&c);
         }
+    }
+    munmap(r, smheap_ring_size(&g));
+}
+
+static void test_spread(void)
+{
+    smheap_ring_geometry_t g = { 4, 1024 + 64, 0 };
+    smheap_ring_t *r = shared_zeroed(smheap_ring_size(&g));
+    smheap_ring_end_t p, c;
+    size_t hdr = 56, len = 200;
+    size_t first = (offsetof(smheap_cell_t, payload) + hdr + 63) / 64 * 64;
+    unsigned starts[] = { 0, UINT_MAX - 9 };
+
+    CHECK(smheap_ring_spread(&p, &g, hdr, 0) == 0);
+    CHECK(smheap_ring_spread(&p, &g, hdr, g.cell_size - first + 1) == 0);      /* no room */
+    CHECK(smheap_ring_spread(&p, &g, hdr, (g.cell_size - first) / 2 + 64) == 0);  /* one place */
+    for (int s = 0; s < 2; s++) {
+        size_t seen[4] = { 0 };
+
+        ring_at(&p, &c, r, starts[s]);
+        for (int lap = 0; lap < 4; lap++) {
+            for (unsigned i = 0; i < g.cells; i++) {
+                smheap_cell_t *cell = smheap_ring_reserve(&p, &g);
+                size_t at = smheap_ring_spread(&p, &g, hdr, len);
+                int v = lap * 100 + (int) i;
+
+                CHECK(cell != NULL && at >= first && at % 64 == 0 && at + len <= g.cell_size);
+                if (!cell || !at)
+                    return;
+                if (i == 0)
+                    seen[lap] = at;
+                if (s == 0)
+                    CHECK(at == seen[lap]);     /* one offset per lap */
+                memcpy((char *) cell + at, &v, sizeof v);
+                smheap_ring_publish_apart(&p, cell, hdr, len, at);
+                cell = smheap_ring_peek(&c, &g);
+                CHECK(cell != NULL && cell->len == hdr && cell->apart_len == len);
+                if (!cell)
+                    return;
+                memcpy(&v, smheap_ring_apart_data(&c, &g, cell), sizeof v);
+                CHECK(v == lap * 100 + (int) i);
+                smheap_ring_release(&c);
+            }
+        }
+        if (s == 0)     /* each lap elsewhere in the cells (3 places for 200 bytes) */
+            CHECK(seen[0] != seen[1] && seen[1] != seen[2] && seen[2] != seen[3]);
     }
     munmap(r, smheap_ring_size(&g));
 }
@@ -295,6 +343,7 @@ int main(void)
 {
     test_fill_order_wrap();
     test_warm_slot();
+    test_spread();
     test_doorbell_basics();
     test_doorbell_any();
     test_two_process_stream();

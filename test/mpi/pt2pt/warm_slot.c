@@ -1,17 +1,22 @@
 /* Eager messages through a ring's warm slot (one buffer per ring that holds the data of
- * one message at a time) arrive intact however the receiver takes them:
+ * one message at a time), or spread further into their cell, arrive intact however the
+ * receiver takes them:
  *   ping-pong    sizes around the slot's bounds, each reply checked;
+ *   spread       600 round trips of 2-20 KB from a buffer outside the heap (heap data of
+ *                these sizes goes single-copy), several laps of the ring, so that the
+ *                data lands at each of the offsets the ring moves it to;
  *   stream       200 messages sent without waiting, received late (unexpected), so the
  *                slot is reused only after the cell that used it is released;
  *   noncontig    into a vector type (the data is unpacked from the slot);
  *   any source   from every other rank at once, in per-sender order.
  * With ranks 0 and 1 on one node and the slot on, MPI_T's smheap_warm_msgs must count
- * the ping-pong's messages; with MPIR_CVAR_CH3_SMHEAP_WARM_SIZE=0 (testlist env) none. */
+ * the ping-pong's messages; with MPIR_CVAR_CH3_SMHEAP_WARM_SIZE=0 (testlist env) none;
+ * smheap_spread_msgs must count some of the spread part's messages either way. */
 #include <stdlib.h>
 #include <string.h>
 #include "../include/smheap_test.h"
 
-#define MAXSZ 16384
+#define MAXSZ 20000
 #define STREAM 200
 
 static int ping_pong(int rank, char *buf)
@@ -36,6 +41,32 @@ static int ping_pong(int rank, char *buf)
                 fill_pattern(buf, n, seed + 1);
                 MPI_Send(buf, n, MPI_CHAR, 0, 2, MPI_COMM_WORLD);
             }
+        }
+    }
+    return errs;
+}
+
+static int spread(int rank)
+{
+    static const int sizes[] = { 2048, 5000, 8192, 12000, 20000 };
+    static char buf[MAXSZ];     /* not in the heap */
+    int errs = 0;
+
+    for (int i = 0; i < 600; i++) {
+        int n = sizes[i % 5], seed = 5000 + i;
+
+        if (rank == 0) {
+            fill_pattern(buf, n, seed);
+            MPI_Send(buf, n, MPI_CHAR, 1, 6, MPI_COMM_WORLD);
+            memset(buf, 0, n);
+            MPI_Recv(buf, n, MPI_CHAR, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            errs += check_pattern(buf, n, seed + 1, "spread reply");
+        } else if (rank == 1) {
+            memset(buf, 0, n);
+            MPI_Recv(buf, n, MPI_CHAR, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            errs += check_pattern(buf, n, seed, "spread message");
+            fill_pattern(buf, n, seed + 1);
+            MPI_Send(buf, n, MPI_CHAR, 0, 7, MPI_COMM_WORLD);
         }
     }
     return errs;
@@ -143,6 +174,12 @@ int main(int argc, char **argv)
             printf("ping-pong: %llu messages through a warm slot that is off\n", warm);
             errs++;
         }
+    }
+    before = pvar_value("smheap_spread_msgs");
+    errs += spread(rank);
+    if (local && rank < 2 && pvar_value("smheap_spread_msgs") == before) {
+        printf("spread: no message was spread into its cell\n");
+        errs++;
     }
     errs += stream(rank);
     errs += noncontig(rank);

@@ -23,6 +23,7 @@ typedef struct smheap_queue {
     int node_cpus;              /* CPUs the node's ranks may run on between them */
     smheap_ring_geometry_t geom;
     size_t warm_min;            /* eager data from this size uses a ring's warm slot */
+    size_t spread_min;          /* or, if the slot is busy, is spread into its cell */
     void *segment;
     smheap_doorbell_t *bells;   /* [nranks] */
     char *rings;                /* [receiver][sender] rings */

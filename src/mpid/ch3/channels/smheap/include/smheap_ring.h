@@ -17,6 +17,15 @@
  * touches cycle through cells x size bytes and fall out of both cores' first-level
  * caches; in the warm slot they are the same lines every time.  The producer may use the
  * slot again once the consumer has released the cell that last used it.
+ *
+ * A message too big for the slot but smaller than a cell would leave most of each cell
+ * untouched, so a ring's worth of them would cycle through only cells x size bytes: few
+ * enough to stay in the consumer's caches, where every line the producer writes again
+ * must first be taken back from the other core (on AMD Zen that made 8 KiB messages 50 %
+ * slower than lines that come back cold, bench/p2p).  Such data may be placed further
+ * into its cell, at an offset that moves on at every lap of the ring, so that successive
+ * laps use different lines of each cell.  Data placed apart from the header, in the warm
+ * slot or further into the cell, is described by the cell's apart_len and apart_at.
  */
 
 #ifndef SMHEAP_RING_H_INCLUDED
@@ -33,7 +42,8 @@
 typedef struct smheap_cell {
     _Alignas(SMHEAP_CACHELINE) atomic_uint seq;     /* position + 1 once published */
     uint32_t len;               /* payload bytes in this cell */
-    uint32_t warm_len;          /* bytes of the message in the warm slot, 0 if none */
+    uint32_t apart_len;         /* bytes of the message placed apart, 0 if none */
+    uint32_t apart_at;          /* where: offset from the cell, or 0 for the warm slot */
     _Alignas(8) char payload[];
 } smheap_cell_t;
 
@@ -120,23 +130,52 @@ static inline char *smheap_ring_reserve_warm(smheap_ring_end_t * p,
     return smheap_ring_warm_slot(p->ring, g);
 }
 
+/* Producer: where in the reserved cell to place len bytes of data apart from a header of
+ * hdr bytes (an offset from the cell, a multiple of the line size), or 0 if the cell has no
+ * room to move them around.  The offset steps by the data's size at each lap of the ring. */
+static inline size_t smheap_ring_spread(const smheap_ring_end_t * p,
+                                        const smheap_ring_geometry_t * g, size_t hdr, size_t len)
+{
+    size_t first = offsetof(smheap_cell_t, payload) + hdr;
+    size_t stride = (len + SMHEAP_CACHELINE - 1) / SMHEAP_CACHELINE * SMHEAP_CACHELINE;
+    size_t places;
+
+    first = (first + SMHEAP_CACHELINE - 1) / SMHEAP_CACHELINE * SMHEAP_CACHELINE;
+    if (len == 0 || first + stride > g->cell_size)
+        return 0;
+    places = (g->cell_size - first - len) / stride + 1;
+    if (places < 2)
+        return 0;
+    return first + (size_t) (p->pos / g->cells) % places * stride;
+}
+
+/* Producer: hand the reserved cell, holding len bytes, and apart_len bytes placed apart
+ * (at apart_at from the cell, from smheap_ring_spread, or in the warm slot if apart_at is
+ * 0 and the producer reserved it), to the consumer. */
+static inline void smheap_ring_publish_apart(smheap_ring_end_t * p, smheap_cell_t * cell,
+                                             size_t len, size_t apart_len, size_t apart_at)
+{
+    cell->len = (uint32_t) len;
+    cell->apart_len = (uint32_t) apart_len;
+    cell->apart_at = (uint32_t) apart_at;
+    p->pos++;
+    if (apart_len > 0 && apart_at == 0)
+        p->warm_pos = p->pos;
+    atomic_store_explicit(&cell->seq, p->pos, memory_order_release);
+}
+
 /* Producer: hand the reserved cell, holding len bytes (and warm_len bytes in the warm
  * slot, if it reserved it), to the consumer. */
 static inline void smheap_ring_publish_warm(smheap_ring_end_t * p, smheap_cell_t * cell,
                                             size_t len, size_t warm_len)
 {
-    cell->len = (uint32_t) len;
-    cell->warm_len = (uint32_t) warm_len;
-    p->pos++;
-    if (warm_len > 0)
-        p->warm_pos = p->pos;
-    atomic_store_explicit(&cell->seq, p->pos, memory_order_release);
+    smheap_ring_publish_apart(p, cell, len, warm_len, 0);
 }
 
 /* Producer: hand the reserved cell, holding len bytes, to the consumer. */
 static inline void smheap_ring_publish(smheap_ring_end_t * p, smheap_cell_t * cell, size_t len)
 {
-    smheap_ring_publish_warm(p, cell, len, 0);
+    smheap_ring_publish_apart(p, cell, len, 0, 0);
 }
 
 /* Consumer: the oldest unread cell, or NULL if the ring is empty. */
@@ -150,11 +189,12 @@ static inline smheap_cell_t *smheap_ring_peek(smheap_ring_end_t * c,
     return cell;
 }
 
-/* Consumer: where the data of a cell with warm_len > 0 is, until the cell is released. */
-static inline char *smheap_ring_warm_data(const smheap_ring_end_t * c,
-                                          const smheap_ring_geometry_t * g)
+/* Consumer: where the data of a cell with apart_len > 0 is, until the cell is released. */
+static inline char *smheap_ring_apart_data(const smheap_ring_end_t * c,
+                                           const smheap_ring_geometry_t * g,
+                                           smheap_cell_t * cell)
 {
-    return smheap_ring_warm_slot(c->ring, g);
+    return cell->apart_at ? (char *) cell + cell->apart_at : smheap_ring_warm_slot(c->ring, g);
 }
 
 /* Consumer: give the cell returned by smheap_ring_peek back to the producer (and the warm

@@ -115,13 +115,14 @@ static inline void copy_data(char *dst, const struct iovec *iov, int n_iov)
 /* The commonest sends, a lone packet header (every short message, most control packets) or
  * a header and data that fit in one cell (eager messages), to a VC with nothing queued: the
  * message goes straight into one cell, with no iov bookkeeping and the header copied at a
- * size the compiler inlines; its data into the ring's warm slot if that is free.  This is
- * the sending half of the small-message latency. */
+ * size the compiler inlines.  Data of a size that goes into the warm slot goes there if it
+ * is free; else, from a larger size, further into the cell where the ring spreads it
+ * (smheap_ring.h); other data follows the header.  This is the sending half of the small-message latency. */
 static inline int try_send_in_one_cell(MPIDI_VC_t * vc, const struct iovec *iov, int n_iov)
 {
     smheap_cell_t *cell = reserve_for_new_message(vc);
     const smheap_ring_geometry_t *geom = vc->ch.geom;
-    size_t used = sizeof(MPIDI_CH3_Pkt_t), data = 0;
+    size_t used = sizeof(MPIDI_CH3_Pkt_t), data = 0, at;
     char *warm;
     int i;
 
@@ -138,6 +139,11 @@ static inline int try_send_in_one_cell(MPIDI_VC_t * vc, const struct iovec *iov,
         copy_data(warm, iov, n_iov);
         smheap_ring_publish_warm(&vc->ch.out, cell, used, data);
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_warm_msgs, 1);
+    } else if (data >= smheap_queue.spread_min &&
+               (at = smheap_ring_spread(&vc->ch.out, geom, used, data)) != 0) {
+        copy_data((char *) cell + at, iov, n_iov);
+        smheap_ring_publish_apart(&vc->ch.out, cell, used, data, at);
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_spread_msgs, 1);
     } else {
         copy_data(cell->payload + used, iov, n_iov);
         smheap_ring_publish(&vc->ch.out, cell, used + data);

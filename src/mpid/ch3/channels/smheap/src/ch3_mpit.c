@@ -14,6 +14,7 @@ unsigned long long PVAR_COUNTER_smheap_cells_received;
 unsigned long long PVAR_COUNTER_smheap_eager_msgs;
 unsigned long long PVAR_COUNTER_smheap_eager_bytes;
 unsigned long long PVAR_COUNTER_smheap_warm_msgs;
+unsigned long long PVAR_COUNTER_smheap_spread_msgs;
 unsigned long long PVAR_COUNTER_smheap_single_copy_msgs;
 unsigned long long PVAR_COUNTER_smheap_single_copy_bytes;
 unsigned long long PVAR_COUNTER_smheap_staged_msgs;
@@ -105,6 +106,9 @@ static void register_messages(void)
     COUNTER(smheap_warm_msgs, MPI_T_VERBOSITY_USER_DETAIL,
             "eager messages (and other packets with data) whose data went through a "
             "ring's warm slot");
+    COUNTER(smheap_spread_msgs, MPI_T_VERBOSITY_USER_DETAIL,
+            "eager messages whose data went further into their cell, where the ring "
+            "spreads it from lap to lap");
     COUNTER(smheap_single_copy_msgs, MPI_T_VERBOSITY_USER_BASIC,
             "messages this rank sent with a single copy from the shared heap");
     COUNTER(smheap_single_copy_bytes, MPI_T_VERBOSITY_USER_BASIC, "bytes of those messages");

@@ -169,30 +169,30 @@ static void wake_owed_senders(void)
 }
 
 /* Hand one cell to ch3.  A cell holding just a packet header, arriving between messages
- * (every short message and most control packets, and eager messages whose data is in the
- * ring's warm slot), goes straight to its handler; anything else takes the general path. */
+ * (every short message and most control packets, and eager messages whose data is placed
+ * apart), goes straight to its handler; anything else takes the general path. */
 static inline int receive_cell(MPIDI_VC_t * vc, smheap_cell_t * cell)
 {
     MPIDI_CH3_Pkt_t *pkt = (MPIDI_CH3_Pkt_t *) cell->payload;
     MPIR_Request *rreq = NULL;
     char *data = cell->payload + sizeof(*pkt);
-    intptr_t len = cell->warm_len;
+    intptr_t len = cell->apart_len;
     int mpi_errno;
 
     if (vc->ch.recv_active != NULL || cell->len != sizeof(MPIDI_CH3_Pkt_t)) {
-        MPIR_Assert(cell->warm_len == 0);       /* only a new message uses the warm slot */
+        MPIR_Assert(cell->apart_len == 0);      /* only a new message places data apart */
         return MPIDI_CH3I_Handle_cell(vc, cell->payload, cell->len);
     }
     MPIR_Assert(pkt->type >= 0 && pkt->type < MPIDI_CH3_PKT_END_ALL);
     if (len > 0)
-        data = smheap_ring_warm_data(&vc->ch.in, vc->ch.geom);
+        data = smheap_ring_apart_data(&vc->ch.in, vc->ch.geom, cell);
     mpi_errno = MPIDI_CH3I_pkt_handlers[pkt->type] (vc, pkt, data, &len, &rreq);
     if (rreq != NULL) {
-        /* the message's data follows: in the warm slot, or in later cells */
+        /* the message's data follows: placed apart, or in later cells */
         rreq->dev.iov_offset = 0;
         vc->ch.recv_active = rreq;
-        if (mpi_errno == MPI_SUCCESS && len < (intptr_t) cell->warm_len)
-            mpi_errno = MPIDI_CH3I_Handle_cell(vc, data + len, cell->warm_len - len);
+        if (mpi_errno == MPI_SUCCESS && len < (intptr_t) cell->apart_len)
+            mpi_errno = MPIDI_CH3I_Handle_cell(vc, data + len, cell->apart_len - len);
     }
     return mpi_errno;
 }
