@@ -21,7 +21,9 @@
 
 static int ping_pong(int rank, char *buf)
 {
-    static const size_t sizes[] = { 1, 200, 256, 1000, 2048, 4095, 4096, 4097, 8192, 12000 };
+    static const size_t sizes[] = { 1, 200, 256, 1000, 1024, 1500, 2047, 2048, 4095, 4096,
+        4097, 8192, 12000
+    };
     int errs = 0;
 
     for (int round = 0; round < 20; round++) {

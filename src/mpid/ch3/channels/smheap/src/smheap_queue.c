@@ -58,7 +58,9 @@ cvars:
       description : >-
         ch3:smheap: bytes of each ring's warm slot, where an eager message's data goes
         when the slot is free, so that messages going back and forth between two ranks
-        reuse the same cache lines instead of cycling through the ring's cells.  -1
+        reuse the same cache lines instead of cycling through the ring's cells.  Only
+        data from MPIR_CVAR_CH3_SMHEAP_WARM_MIN to twice that uses it: larger data is
+        faster spread through its cell, whose lines come back cold.  -1
         chooses an eighth of the first-level data cache; 0 turns the slot off.  The first
         local rank's value is used by all.
 
@@ -172,8 +174,10 @@ static void set_geometry(size_t ring, size_t cell, size_t warm)
                                         SMHEAP_WARM_MIN_LINES * SMHEAP_CACHELINE);
     /* Data spread into its cell no longer follows the header's lines, so its first line is
      * a miss the prefetcher would otherwise have hidden; against that, its lines come back
-     * cold instead of from the other core's cache.  bench/p2p, streams of 1 KiB: 20 %
-     * slower spread; of 2 KiB: 27 % faster, 8 KiB twice as fast. */
+     * cold instead of from the other core's cache.  bench/p2p on AMD EPYC, streams of
+     * 1 KiB: 20 % slower spread; of 2 KiB 27 % faster, 8 KiB twice as fast.  Ping-pong,
+     * spread against the warm slot: 1 KiB 7 % slower, 2 KiB 14 % and 4 KiB 31 % faster,
+     * so data of this size and more is spread even when the slot is free. */
     smheap_queue.spread_min = 2 * MPL_MAX(smheap_queue.warm_min,
                                           SMHEAP_WARM_MIN_LINES * SMHEAP_CACHELINE);
 }
