@@ -19,6 +19,28 @@
 #define MAXSZ 20000
 #define STREAM 200
 
+/* Rank 0 sends n bytes made from seed to rank 1 (tag), which checks them and replies with
+ * bytes made from seed + 1 (tag + 1), which rank 0 checks. */
+static int round_trip(int rank, char *buf, int n, int seed, int tag, const char *what)
+{
+    int errs = 0;
+
+    if (rank == 0) {
+        fill_pattern(buf, n, seed);
+        MPI_Send(buf, n, MPI_CHAR, 1, tag, MPI_COMM_WORLD);
+        memset(buf, 0, n);
+        MPI_Recv(buf, n, MPI_CHAR, 1, tag + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        errs += check_pattern(buf, n, seed + 1, what);
+    } else if (rank == 1) {
+        memset(buf, 0, n);
+        MPI_Recv(buf, n, MPI_CHAR, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        errs += check_pattern(buf, n, seed, what);
+        fill_pattern(buf, n, seed + 1);
+        MPI_Send(buf, n, MPI_CHAR, 0, tag + 1, MPI_COMM_WORLD);
+    }
+    return errs;
+}
+
 static int ping_pong(int rank, char *buf)
 {
     static const size_t sizes[] = { 1, 200, 256, 1000, 1024, 1500, 2047, 2048, 4095, 4096,
@@ -26,25 +48,9 @@ static int ping_pong(int rank, char *buf)
     };
     int errs = 0;
 
-    for (int round = 0; round < 20; round++) {
-        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-            int n = (int) sizes[s], seed = round * 16 + (int) s;
-
-            if (rank == 0) {
-                fill_pattern(buf, n, seed);
-                MPI_Send(buf, n, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
-                memset(buf, 0, n);
-                MPI_Recv(buf, n, MPI_CHAR, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                errs += check_pattern(buf, n, seed + 1, "ping-pong reply");
-            } else if (rank == 1) {
-                memset(buf, 0, n);
-                MPI_Recv(buf, n, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                errs += check_pattern(buf, n, seed, "ping-pong message");
-                fill_pattern(buf, n, seed + 1);
-                MPI_Send(buf, n, MPI_CHAR, 0, 2, MPI_COMM_WORLD);
-            }
-        }
-    }
+    for (int round = 0; round < 20; round++)
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+            errs += round_trip(rank, buf, (int) sizes[s], round * 16 + (int) s, 1, "ping-pong");
     return errs;
 }
 
@@ -54,23 +60,8 @@ static int spread(int rank)
     static char buf[MAXSZ];     /* not in the heap */
     int errs = 0;
 
-    for (int i = 0; i < 600; i++) {
-        int n = sizes[i % 5], seed = 5000 + i;
-
-        if (rank == 0) {
-            fill_pattern(buf, n, seed);
-            MPI_Send(buf, n, MPI_CHAR, 1, 6, MPI_COMM_WORLD);
-            memset(buf, 0, n);
-            MPI_Recv(buf, n, MPI_CHAR, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            errs += check_pattern(buf, n, seed + 1, "spread reply");
-        } else if (rank == 1) {
-            memset(buf, 0, n);
-            MPI_Recv(buf, n, MPI_CHAR, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            errs += check_pattern(buf, n, seed, "spread message");
-            fill_pattern(buf, n, seed + 1);
-            MPI_Send(buf, n, MPI_CHAR, 0, 7, MPI_COMM_WORLD);
-        }
-    }
+    for (int i = 0; i < 600; i++)
+        errs += round_trip(rank, buf, sizes[i % 5], 5000 + i, 6, "spread");
     return errs;
 }
 

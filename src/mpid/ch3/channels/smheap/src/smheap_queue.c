@@ -29,9 +29,9 @@ cvars:
         ch3:smheap: bytes of each ring between two local ranks (rounded down to a power of
         two, at least 64 KiB).  Eager messages and large data outside the shared heap are
         staged through the rings, in cells of MPIR_CVAR_CH3_SMHEAP_CELL_SIZE, so a larger
-        ring lets the sender run further ahead of the receiver.  0 chooses by the number of local ranks: 2 MiB
-        per ring up to 5 ranks, less beyond, so that each rank's inbound rings stay
-        within 8 MiB.  The first local rank's value is used by all.
+        ring lets the sender run further ahead of the receiver.  0 chooses by the number
+        of local ranks: 2 MiB per ring up to 5 ranks, less beyond, so that each rank's
+        inbound rings stay within 8 MiB.  The first local rank's value is used by all.
 
     - name        : MPIR_CVAR_CH3_SMHEAP_CELL_SIZE
       category    : CH3
@@ -125,9 +125,9 @@ static size_t l1_data_cache(void)
  * while it is in the first-level cache.  Half that cache per cell leaves room for the user's
  * buffers beside it; measured on AMD EPYC (32 KiB L1d) against 32 KiB cells, 16 KiB cells
  * took the latency of 32 KiB messages from outside the heap from 2.63 to 1.61 us and of
- * 64 KiB from 2.87 to 2.54, and cost 0-7 % of the bandwidth of a stream of them
- * (bench/p2p).  Smaller cells cost more per byte: 8 KiB ones lost a third of that
- * bandwidth at 128 KiB. */
+ * 64 KiB from 2.87 to 2.54, and cost 4-16 % of the bandwidth of streams of 128 KiB to
+ * 1 MiB messages (still 3.5 times ch3:nemesis's; bench/p2p).  Smaller cells cost more per
+ * byte: 8 KiB ones lost a third of that bandwidth at 128 KiB. */
 static size_t cell_bytes(void)
 {
     if (MPIR_CVAR_CH3_SMHEAP_CELL_SIZE > 0)
