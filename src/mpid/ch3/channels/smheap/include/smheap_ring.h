@@ -146,7 +146,8 @@ static inline size_t smheap_ring_spread(const smheap_ring_end_t * p,
     places = (g->cell_size - first - len) / stride + 1;
     if (places < 2)
         return 0;
-    return first + (size_t) (p->pos / g->cells) % places * stride;
+    /* the lap: pos / cells, cells being a power of two */
+    return first + (size_t) (p->pos >> __builtin_ctz(g->cells)) % places * stride;
 }
 
 /* Producer: hand the reserved cell, holding len bytes, and apart_len bytes placed apart
