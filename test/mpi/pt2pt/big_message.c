@@ -1,7 +1,7 @@
 /* One message of more than 2 GiB (2049 MiB, through a derived datatype) arrives intact on
  * each path: from the shared heap into a contiguous heap buffer (shared single copy) and
  * into a strided vector type (unpacked from the sender's buffer), and from memory outside
- * the heap (staged through the rings). */
+ * the heap (through the kernel, in calls the kernel cuts short of 2 GiB). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

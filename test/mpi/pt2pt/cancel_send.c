@@ -1,6 +1,7 @@
 /* Cancelling a send the receiver has not matched works on every path (eager, single copy,
- * shared copy, staged): the request completes as cancelled, the message never arrives,
- * and the buffer may be reused at once.  Then a marker message gets through. */
+ * shared copy, through the kernel, staged): the request completes as cancelled, the
+ * message never arrives, and the buffer may be reused at once.  Then a marker message gets
+ * through. */
 #include <stdlib.h>
 #include <string.h>
 #include "../include/smheap_test.h"

@@ -3,7 +3,10 @@
  *   eager        1000 B from the heap, 64 KiB from static memory (below ch3's eager limit)
  *   single copy  16 KiB from the heap (the receiver copies)
  *   shared copy  1 MiB from the heap into a heap buffer (sender and receiver copy)
- *   staged       1 MiB from static memory (ch3's rendezvous through the rings)
+ *   kernel       1 MiB from static memory (through the kernel, the receiver sharing the
+ *                copy with the sender: smheap_cma_msgs and smheap_shared_copy_msgs)
+ *   staged       the same where the kernel does not allow it or MPIR_CVAR_CH3_SMHEAP_CMA_MIN
+ *                is -1 (ch3's rendezvous through the rings)
  *   remote       anything, when ranks 0 and 1 run on different nodes (sockets)
  * each received posted first and unexpected, into heap and static buffers, with
  * MPI_ANY_SOURCE/MPI_ANY_TAG, by MPI_Ssend, through MPI_Mprobe/MPI_Mrecv, truncated, and
@@ -15,10 +18,12 @@
 #define BIG (1 << 20)
 static char static_send[BIG], static_recv[BIG];
 
-enum path { EAGER, SINGLE, SHARED, STAGED, REMOTE, NPATHS };
-static const char *path_name[] = { "eager", "single_copy", "shared_copy", "staged", "remote" };
+enum path { EAGER, SINGLE, SHARED, KERNEL, STAGED, REMOTE, NPATHS };
+static const char *path_name[] = { "eager", "single_copy", "shared_copy", "kernel", "staged",
+    "remote"
+};
 static const char *pvar_name[] = { "smheap_eager_msgs", "smheap_single_copy_msgs",
-    "smheap_shared_copy_msgs", "smheap_staged_msgs", "smheap_remote_msgs"
+    "smheap_shared_copy_msgs", "smheap_cma_msgs", "smheap_staged_msgs", "smheap_remote_msgs"
 };
 
 enum op { EXPECTED, UNEXPECTED, ANY, SSEND, MPROBE, TRUNCATE, NOPS };
@@ -41,6 +46,7 @@ static const struct sendcase cases[] = {
 };
 
 static int shared;              /* smheap_heap_shared */
+static int cma;                 /* smheap_cma */
 static int local;               /* ranks 0 and 1 share a node */
 
 /* The path the channel should take; SHARED also needs the receive buffer in the heap. */
@@ -52,7 +58,9 @@ static enum path expected_path(const struct sendcase *c, int recv_heap)
         return recv_heap ? SHARED : SINGLE;
     if (shared && c->heap && c->size >= 4096)
         return SINGLE;
-    return c->size <= 128 * 1024 - 64 ? EAGER : STAGED;
+    if (c->size <= 128 * 1024 - 64)
+        return EAGER;
+    return cma ? KERNEL : STAGED;
 }
 
 static void fill(char *p, int n, int seed)
@@ -150,8 +158,9 @@ static int recv_one(const struct sendcase *c, char *buf, enum op op, int tag, in
     return errs;
 }
 
-/* The sender counts eager, single-copy, staged and remote sends; the receiver counts the
- * copies it shared.  A shared copy is a single copy too.  A remote send is one packet or
+/* The sender counts eager, single-copy, kernel, staged and remote sends; the receiver counts
+ * the copies it shared.  A shared copy is a single copy too; a copy through the kernel is
+ * shared (the receiver sends nothing to the sender here, so it is free to help).  A remote send is one packet or
  * more (ch3's rendezvous sends its data after the handshake). */
 static int check_path(int rank, const struct sendcase *c, int recv_heap, enum op op,
                       enum path want, const unsigned long long d[NPATHS])
@@ -160,7 +169,8 @@ static int check_path(int rank, const struct sendcase *c, int recv_heap, enum op
 
     for (int p = 0; p < NPATHS; p++) {
         int mine = rank == 1 ? p == SHARED : rank == 0 && p != SHARED;
-        int w = p == (int) want || (want == SHARED && p == SINGLE);
+        int w = p == (int) want || (want == SHARED && p == SINGLE) ||
+            (want == KERNEL && p == SHARED);
         int wrong = p == REMOTE && w ? d[p] < 1 : d[p] != (unsigned long long) w;
 
         if (mine && wrong) {
@@ -182,6 +192,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     shared = pvar_value("smheap_heap_shared") == 1;
+    cma = pvar_value("smheap_cma") == 1;
     local = same_node(MPI_COMM_WORLD, 0, 1);
     heap_send = malloc(BIG);
     heap_recv = malloc(BIG);

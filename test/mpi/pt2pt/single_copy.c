@@ -1,5 +1,5 @@
-/* Large messages take the single-copy path when the send buffer is in the shared heap, and
- * ch3's rendezvous otherwise; both deliver the same data, into contiguous and derived
+/* Large messages take the single-copy path when the send buffer is in the shared heap,
+ * through the kernel when it is not (smheap_cma), and ch3's rendezvous otherwise; both deliver the same data, into contiguous and derived
  * receive types, expected or unexpected, and truncation is reported.  The MPI_T counters
  * show which path ran (sockets alone when ranks 0 and 1 run on different nodes). */
 #include <stdlib.h>
@@ -27,8 +27,8 @@ static int check(const char *p, int n, int seed, const char *what)
 
 int main(int argc, char **argv)
 {
-    int rank, prov, errs = 0, shared, local;
-    unsigned long long sc0, sc1, rc0, rc1, net0, net1;
+    int rank, prov, errs = 0, shared, local, cma;
+    unsigned long long sc0, sc1, rc0, rc1, net0, net1, cm0, cm1;
     char *heap_buf, *recv_buf;
 
     MPI_T_init_thread(MPI_THREAD_SINGLE, &prov);
@@ -37,12 +37,14 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     shared = pvar_value("smheap_heap_shared") == 1;
     local = same_node(MPI_COMM_WORLD, 0, 1);
+    cma = pvar_value("smheap_cma") == 1;
     heap_buf = malloc(BIG);
     recv_buf = malloc(2 * BIG);
 
     sc0 = pvar_value("smheap_single_copy_msgs");
     rc0 = pvar_value("smheap_staged_msgs");
     net0 = pvar_value("smheap_remote_msgs");
+    cm0 = pvar_value("smheap_cma_msgs");
     if (rank == 0) {
         fill(heap_buf, BIG, 1);
         MPI_Send(heap_buf, BIG, MPI_CHAR, 1, 1, MPI_COMM_WORLD);        /* expected */
@@ -57,6 +59,7 @@ int main(int argc, char **argv)
         sc1 = pvar_value("smheap_single_copy_msgs");
         rc1 = pvar_value("smheap_staged_msgs");
         net1 = pvar_value("smheap_remote_msgs");
+        cm1 = pvar_value("smheap_cma_msgs");
         if (!local && (sc1 != sc0 || rc1 != rc0 || net1 - net0 < 5)) {
             printf("ranks on two nodes: %llu single-copy, %llu staged (want 0), %llu packets"
                    " over sockets (want 5 or more)\n", sc1 - sc0, rc1 - rc0, net1 - net0);
@@ -66,9 +69,9 @@ int main(int argc, char **argv)
             printf("ranks on one node, yet %llu packets over sockets\n", net1 - net0);
             errs++;
         }
-        if (local && shared && (sc1 - sc0 != 4 || rc1 - rc0 != 1)) {
-            printf("paths: %llu single-copy (want 4), %llu staged (want 1)\n",
-                   sc1 - sc0, rc1 - rc0);
+        if (local && shared && (sc1 - sc0 != 4 || rc1 - rc0 != !cma || cm1 - cm0 != cma)) {
+            printf("paths: %llu single-copy (want 4), %llu staged (want %d), %llu through "
+                   "the kernel (want %d)\n", sc1 - sc0, rc1 - rc0, !cma, cm1 - cm0, cma);
             errs++;
         }
         if (local && !shared && (sc1 != sc0 || rc1 - rc0 != 5)) {

@@ -84,6 +84,7 @@ int MPIDI_CH3I_Smheap_RndvSend(MPIR_Request ** sreq_p, const void *buf, MPI_Aint
 int MPIDI_CH3I_Smheap_RndvRecv(MPIDI_VC_t * vc, MPIR_Request * rreq);
 int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int arraySize);
 int MPIDI_CH3I_Smheap_eager_max_msg_sz(void);
+extern int MPIDI_CH3I_Smheap_cma_ready;  /* 1 if this rank copies through the kernel */
 
 /* Partitioned communication (src/ch3_part.c): its packets' handlers and progress hook. */
 int MPIDI_CH3I_Smheap_part_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int arraySize);

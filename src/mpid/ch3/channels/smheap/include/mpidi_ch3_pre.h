@@ -57,6 +57,12 @@ typedef struct MPIDI_CH3I_VC {
     /* The receive in progress: a message whose data continues in later cells. */
     struct MPIR_Request *recv_active;
 
+    /* The kernel would not copy between us and the VC's process (src/ch3_rndv.c). */
+    int cma_refused;
+    /* Our rendezvous sends to it that it has not answered yet: it is busy receiving from
+     * us, so do not ask it to help with our receives (src/ch3_rndv.c). */
+    int rndv_unanswered;
+
     /* A process on another node (node_rank -1, same job or not): its socket connection,
      * under the names ch3's socket utilities (util/sock) use.  `sendq_head` above is its
      * send queue, the head being written. */
@@ -78,9 +84,12 @@ struct MPIDI_CH3I_Request {
     /* A single-copy rendezvous receive: where the sender's data lies in the shared heap
      * (NULL for ch3's own rendezvous). */
     const void *peer_buf;
+    int peer_pid;               /* 0: peer_buf is in the heap; else the sender's pid, for
+                                 * reaching it through the kernel (smheap_cma.h) */
     /* The counters through which sender and receiver share a single copy (src/ch3_rndv.c):
      * owned by the send request, borrowed by the receive request.  NULL: no sharing. */
     struct smheap_copy_job *copy_job;
+    int unanswered;             /* counted in its VC's rndv_unanswered */
     /* A partitioned request's state (src/ch3_part.c); for a PART_DATA packet's receive,
      * where its data goes in the message. */
     struct smheap_part *part;
@@ -89,7 +98,8 @@ struct MPIDI_CH3I_Request {
 
 #define MPIDI_CH3_REQUEST_DECL struct MPIDI_CH3I_Request ch;
 #define MPIDI_CH3_REQUEST_INIT(req_) \
-    ((req_)->ch.peer_buf = NULL, (req_)->ch.copy_job = NULL, (req_)->ch.part = NULL)
+    ((req_)->ch.peer_buf = NULL, (req_)->ch.copy_job = NULL, (req_)->ch.unanswered = 0, \
+     (req_)->ch.part = NULL)
 
 /* The channel's packets: single-copy rendezvous (src/ch3_rndv.c), partitioned
  * communication (src/ch3_part.c), and the socket connection set-up of ch3's socket

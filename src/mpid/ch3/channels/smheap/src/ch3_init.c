@@ -200,6 +200,8 @@ int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
     vc->ch.terminate_when_drained = FALSE;
     vc->ch.draining = FALSE;
     vc->ch.recv_active = NULL;
+    vc->ch.cma_refused = FALSE;
+    vc->ch.rndv_unanswered = 0;
     vc->ch.node_rank = -1;
     vc->ch.remote = FALSE;
     vc->ch.state = MPIDI_CH3I_VC_STATE_UNCONNECTED;

@@ -19,6 +19,9 @@ unsigned long long PVAR_COUNTER_smheap_single_copy_msgs;
 unsigned long long PVAR_COUNTER_smheap_single_copy_bytes;
 unsigned long long PVAR_COUNTER_smheap_staged_msgs;
 unsigned long long PVAR_COUNTER_smheap_staged_bytes;
+unsigned long long PVAR_COUNTER_smheap_cma_msgs;
+unsigned long long PVAR_COUNTER_smheap_cma_bytes;
+unsigned long long PVAR_COUNTER_smheap_cma_fallbacks;
 unsigned long long PVAR_COUNTER_smheap_shared_copy_msgs;
 unsigned long long PVAR_COUNTER_smheap_copy_help_bytes;
 unsigned long long PVAR_COUNTER_smheap_links_opened;
@@ -116,9 +119,19 @@ static void register_messages(void)
             "messages this rank sent through ch3's rendezvous, staged through the rings "
             "(large data outside the shared heap, or noncontiguous)");
     COUNTER(smheap_staged_bytes, MPI_T_VERBOSITY_USER_BASIC, "bytes of those messages");
+    LEVEL(smheap_cma, &MPIDI_CH3I_Smheap_cma_ready, get_int,
+          "1 if this rank copies large messages outside the shared heap through the kernel "
+          "(MPIR_CVAR_CH3_SMHEAP_CMA_MIN)");
+    COUNTER(smheap_cma_msgs, MPI_T_VERBOSITY_USER_BASIC,
+            "messages this rank offered for a single copy through the kernel (large, "
+            "contiguous, outside the shared heap)");
+    COUNTER(smheap_cma_bytes, MPI_T_VERBOSITY_USER_BASIC, "bytes of those messages");
+    COUNTER(smheap_cma_fallbacks, MPI_T_VERBOSITY_USER_BASIC,
+            "such messages this rank received staged through the rings instead: the "
+            "kernel refused the copy or the receive type is noncontiguous");
     COUNTER(smheap_shared_copy_msgs, MPI_T_VERBOSITY_USER_BASIC,
             "single-copy messages this rank received and copied together with the sender "
-            "(both buffers in the shared heap)");
+            "(both buffers in the shared heap, or through the kernel)");
     COUNTER(smheap_copy_help_bytes, MPI_T_VERBOSITY_USER_BASIC,
             "bytes this rank copied into a receiver's buffer for its own messages");
     READ_COUNTER(smheap_copy_detours, &smheap_copy_detours, NULL, MPI_T_VERBOSITY_USER_DETAIL,
