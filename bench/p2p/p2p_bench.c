@@ -35,7 +35,8 @@
  * wrong).  Output, one line per size:  test=bw buf=heap size=65536 value=1234.5
  * and, at the end, ch3:smheap's MPI_T path counters (every continuous pvar named
  * smheap_..._msgs: smheap_single_copy_msgs, smheap_staged_msgs, ..., which tell the path
- * the messages took, and smheap_copy_detours), summed over the pair:
+ * the messages took, smheap_copy_detours, and smheap_sleeps: waits that ended asleep, each
+ * woken by a system call), summed over the pair:
  *   pvar smheap_single_copy_msgs=123
  * (nothing with an MPI that has no such counters).
  *
@@ -281,15 +282,16 @@ static void run(char *s, char *r)
     }
 }
 
-/* Is NAME one of ch3:smheap's path counters: a message counter (smheap_..._msgs), or
- * smheap_copy_detours (bulk copies that avoided glibc's memcpy, see smheap_copy.h)? */
+/* Is NAME one of ch3:smheap's path counters: a message counter (smheap_..._msgs),
+ * smheap_copy_detours (bulk copies that avoided glibc's memcpy, see smheap_copy.h), or
+ * smheap_sleeps (waits that went to sleep)? */
 static int smheap_path_counter(const char *name)
 {
     size_t n = strlen(name);
 
     return strncmp(name, "smheap_", 7) == 0 &&
         ((n > 12 && strcmp(name + n - 5, "_msgs") == 0) ||
-         strcmp(name, "smheap_copy_detours") == 0);
+         strcmp(name, "smheap_copy_detours") == 0 || strcmp(name, "smheap_sleeps") == 0);
 }
 
 /* This rank's path counters (continuous, unsigned long long), in index order:
