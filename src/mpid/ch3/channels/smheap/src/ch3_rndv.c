@@ -276,7 +276,8 @@ static int send_rts(MPIR_Request * sreq, MPIDI_VC_t * vc, const char *data, intp
     rts->data_sz = data_sz;
     rts->data = data;
     rts->job = sreq->ch.copy_job = new_copy_job(data_sz);
-    /* what ch3's clear-to-send handler needs, should the receiver answer with one */
+    /* a rendezvous send in ch3's terms, should the receiver answer with ch3's
+     * clear-to-send (and for MPID_Cancel_send) */
     sreq->dev.OnDataAvail = NULL;
     sreq->dev.partner_request = NULL;
     MPIDI_Request_set_msg_type(sreq, MPIDI_REQUEST_RNDV_MSG);
@@ -370,12 +371,12 @@ static intptr_t copy_chunks(smheap_copy_job_t * job, const copy_route_t * route,
            (size_t) len) {
         intptr_t n = MPL_MIN(chunk, len - (intptr_t) off);
 
-        if (atomic_load_explicit(&job->refused, memory_order_relaxed))
-            ;
-        else if (copy_range(route, off, n) != 0)
-            atomic_store_explicit(&job->refused, 1, memory_order_relaxed);
-        else
-            copied += n;
+        if (!atomic_load_explicit(&job->refused, memory_order_relaxed)) {
+            if (copy_range(route, off, n) == 0)
+                copied += n;
+            else
+                atomic_store_explicit(&job->refused, 1, memory_order_relaxed);
+        }
         atomic_fetch_add_explicit(&job->done, n, memory_order_release);
     }
     return copied;
