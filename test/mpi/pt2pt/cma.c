@@ -25,17 +25,12 @@ static char static_send[BIG], static_recv[2 * BIG];
 
 static int rank, local, cma;
 
-static unsigned long long counted(const char *name)
-{
-    return pvar_value(name);
-}
-
 /* Rank 0 sends BIG bytes of static memory; rank 1 receives count of type into buf.
  * Returns the number of errors; *moved gets how much pvar `name` moved on `who`. */
 static int exchange(void *buf, int count, MPI_Datatype type, int ssend, int unexpected,
                     int seed, int who, const char *name, unsigned long long *moved)
 {
-    unsigned long long before = counted(name);
+    unsigned long long before = pvar_value(name);
     MPI_Request req;
     MPI_Status st;
     int errs = 0, rc;
@@ -68,7 +63,7 @@ static int exchange(void *buf, int count, MPI_Datatype type, int ssend, int unex
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
     }
-    *moved = counted(name) - before;
+    *moved = pvar_value(name) - before;
     MPI_Bcast(moved, 1, MPI_UNSIGNED_LONG_LONG, who, MPI_COMM_WORLD);
     return errs;
 }
@@ -101,7 +96,7 @@ static int contiguous(char *heap_recv)
         errs += want(what[kind], sent, 1);
         if (rank == 1)
             errs += check_pattern(buf, BIG, seed, what[kind]);
-        shared = counted("smheap_shared_copy_msgs");
+        shared = pvar_value("smheap_shared_copy_msgs");
         MPI_Bcast(&shared, 1, MPI_UNSIGNED_LONG_LONG, 1, MPI_COMM_WORLD);
         if (kind == 0 && rank == 0 && cma && shared == 0) {
             printf("static: the receiver never shared the copy with the sender\n");

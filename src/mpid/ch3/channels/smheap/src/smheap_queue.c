@@ -125,9 +125,11 @@ static size_t l1_data_cache(void)
  * while it is in the first-level cache.  Half that cache per cell leaves room for the user's
  * buffers beside it; measured on AMD EPYC (32 KiB L1d) against 32 KiB cells, 16 KiB cells
  * took the latency of 32 KiB messages from outside the heap from 2.63 to 1.61 us and of
- * 64 KiB from 2.87 to 2.54, and cost 2-16 % of the bandwidth of streams of 128 KiB to
- * 4 MiB messages, depending on the run (bench/p2p).  Smaller cells cost more per byte:
- * 8 KiB ones lost a third of that bandwidth at 128 KiB. */
+ * 64 KiB from 2.87 to 2.54.  They cost streams that go through the rings: 64 KiB cells
+ * streamed 128 KiB messages 2 times and 1 MiB ones 1.3 times as fast (bench/p2p, 5
+ * alternations), though such streams from contiguous buffers now go through the kernel
+ * from 128 KiB (ch3_rndv.c).  Smaller cells cost more per byte: 8 KiB ones lost a third of
+ * the bandwidth at 128 KiB. */
 static size_t cell_bytes(void)
 {
     if (MPIR_CVAR_CH3_SMHEAP_CELL_SIZE > 0)
