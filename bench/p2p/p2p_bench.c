@@ -35,8 +35,9 @@
  * wrong).  Output, one line per size:  test=bw buf=heap size=65536 value=1234.5
  * and, at the end, ch3:smheap's MPI_T path counters (every continuous pvar named
  * smheap_..._msgs: smheap_single_copy_msgs, smheap_staged_msgs, ..., which tell the path
- * the messages took, smheap_copy_detours, and smheap_sleeps: waits that ended asleep, each
- * woken by a system call), summed over the pair:
+ * the messages took, smheap_copy_detours, smheap_sleeps: waits that ended asleep, each
+ * woken by a system call, and smheap_ring_slow_spells: times the rings were found slow,
+ * which sends mid-sized messages through the kernel), summed over the pair:
  *   pvar smheap_single_copy_msgs=123
  * (nothing with an MPI that has no such counters).
  *
@@ -283,15 +284,16 @@ static void run(char *s, char *r)
 }
 
 /* Is NAME one of ch3:smheap's path counters: a message counter (smheap_..._msgs),
- * smheap_copy_detours (bulk copies that avoided glibc's memcpy, see smheap_copy.h), or
- * smheap_sleeps (waits that went to sleep)? */
+ * smheap_copy_detours (bulk copies that avoided glibc's memcpy, see smheap_copy.h),
+ * smheap_sleeps (waits that went to sleep) or smheap_ring_slow_spells? */
 static int smheap_path_counter(const char *name)
 {
     size_t n = strlen(name);
 
     return strncmp(name, "smheap_", 7) == 0 &&
         ((n > 12 && strcmp(name + n - 5, "_msgs") == 0) ||
-         strcmp(name, "smheap_copy_detours") == 0 || strcmp(name, "smheap_sleeps") == 0);
+         strcmp(name, "smheap_copy_detours") == 0 || strcmp(name, "smheap_sleeps") == 0 ||
+         strcmp(name, "smheap_ring_slow_spells") == 0);
 }
 
 /* This rank's path counters (continuous, unsigned long long), in index order:

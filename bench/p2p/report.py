@@ -164,8 +164,8 @@ def main():
     for test in TESTS:
         for buf in BUFS:
             table(vals, by_round, mpis, test, buf)
-    print("\nsmheap's MPI_T path counters (smheap_*_msgs, smheap_copy_detours, smheap_sleeps),"
-          " last round, both ranks summed:")
+    print("\nsmheap's MPI_T path counters (smheap_*_msgs, smheap_copy_detours, smheap_sleeps,"
+          " smheap_ring_slow_spells), last round, both ranks summed:")
     for run, words in pvars.items():
         print("  %-11s %s" % (run, " ".join(words)))
     if not pvars:

@@ -40,6 +40,7 @@ typedef struct MPIDI_CH3I_VC {
      * handles self messages itself), until the first message either way for a link. */
     smheap_ring_end_t out;
     smheap_ring_end_t in;
+    int out_populated;          /* our mapping of `out` is faulted in (src/ch3_isend.c) */
     const smheap_ring_geometry_t *geom;
     struct smheap_doorbell *peer_bell;  /* rung when `out` gets a cell */
     struct smheap_link *out_link;       /* the link segments holding the rings, if any */

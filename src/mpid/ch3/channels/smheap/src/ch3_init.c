@@ -183,6 +183,7 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
 int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
 {
     vc->ch.out.ring = NULL;
+    vc->ch.out_populated = FALSE;
     vc->ch.in.ring = NULL;
     vc->ch.geom = NULL;
     vc->ch.peer_bell = NULL;

@@ -5,6 +5,48 @@
  */
 
 #include "mpidi_ch3_impl.h"
+#include "smheap_pace.h"
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Fault in our mapping of vc's outbound ring before the first copy of n bytes that the
+ * pace watcher may time (smheap_pace.h): its first lap through a ring's cells would
+ * otherwise pay a page fault per page, which the watcher would take for slow rings.  Only
+ * rings that carry such data are committed, as the rest of the channel's memory is. */
+static inline void populate_out_ring(MPIDI_VC_t * vc, size_t n)
+{
+    uintptr_t page, start, end;
+
+    if (likely(vc->ch.out_populated || n < SMHEAP_PACE_SAMPLE_MIN))
+        return;
+    vc->ch.out_populated = TRUE;
+    page = (uintptr_t) sysconf(_SC_PAGESIZE);
+    start = ((uintptr_t) vc->ch.out.ring + page - 1) & ~(page - 1);
+    end = ((uintptr_t) vc->ch.out.ring + smheap_ring_size(vc->ch.geom)) & ~(page - 1);
+    if (end <= start)
+        return;
+#ifdef MADV_POPULATE_WRITE
+    if (madvise((void *) start, end - start, MADV_POPULATE_WRITE) == 0)
+        return;
+#endif
+    /* kernels before 5.14: write each page unchanged (the receiver may be reading it) */
+    for (uintptr_t p = start; p < end; p += page)
+        __atomic_fetch_add((char *) p, 0, __ATOMIC_RELAXED);
+}
+
+/* Copy n bytes into a ring, timing some of the copies to tell when the rings are slow
+ * (smheap_pace.h). */
+static inline void copy_into_ring(char *dst, const void *src, size_t n)
+{
+    if (unlikely(smheap_pace_sample_due(n))) {
+        uint64_t start = smheap_pace_now();
+
+        smheap_copy(dst, src, n);
+        smheap_pace_record(n, smheap_pace_now() - start);
+    } else {
+        smheap_copy(dst, src, n);
+    }
+}
 
 /* Copy as much of iov[0..*n_iov) as fits into free cells of vc's ring.  Advances *iov and
  * *n_iov past what was copied (a partly copied entry is adjusted in place).  Returns
@@ -32,7 +74,9 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
             break;
         while (n > 0 && used < payload) {
             size_t len = MPL_MIN(v->iov_len, payload - used);
-            smheap_copy(cell->payload + used, v->iov_base, len);
+
+            populate_out_ring(vc, len);
+            copy_into_ring(cell->payload + used, v->iov_base, len);
             used += len;
             v->iov_base = (char *) v->iov_base + len;
             v->iov_len -= len;
@@ -107,7 +151,7 @@ static inline smheap_cell_t *reserve_for_new_message(MPIDI_VC_t * vc)
 static inline void copy_data(char *dst, const struct iovec *iov, int n_iov)
 {
     for (int i = 1; i < n_iov; i++) {
-        smheap_copy(dst, iov[i].iov_base, iov[i].iov_len);
+        copy_into_ring(dst, iov[i].iov_base, iov[i].iov_len);
         dst += iov[i].iov_len;
     }
 }
@@ -135,6 +179,7 @@ static inline int try_send_in_one_cell(MPIDI_VC_t * vc, const struct iovec *iov,
         data += iov[i].iov_len;
     if (data > smheap_cell_payload(geom) - used)
         return FALSE;   /* nothing written: the cell stays free */
+    populate_out_ring(vc, data);
     count_eager(iov[0].iov_base);
     memcpy(cell->payload, iov[0].iov_base, sizeof(MPIDI_CH3_Pkt_t));
     if (data >= smheap_queue.spread_min &&

@@ -324,6 +324,7 @@ static int map_segment(int fd, const smheap_link_hello_t * hello, smheap_link_t 
 static void attach_out(MPIDI_VC_t * vc, smheap_link_t * l, int ring)
 {
     smheap_ring_end_init(&vc->ch.out, segment_ring(l, ring));
+    vc->ch.out_populated = FALSE;
     vc->ch.geom = &l->geom;
     vc->ch.peer_bell = &l->seg->bell[1 - l->side];
     vc->ch.out_link = l;

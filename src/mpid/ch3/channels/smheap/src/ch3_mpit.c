@@ -7,6 +7,7 @@
 
 #include "mpidi_ch3_impl.h"
 #include "smheap.h"
+#include "smheap_pace.h"
 
 unsigned long long PVAR_COUNTER_smheap_sleeps;
 unsigned long long PVAR_COUNTER_smheap_test_yields;
@@ -22,6 +23,7 @@ unsigned long long PVAR_COUNTER_smheap_staged_bytes;
 unsigned long long PVAR_COUNTER_smheap_cma_msgs;
 unsigned long long PVAR_COUNTER_smheap_cma_bytes;
 unsigned long long PVAR_COUNTER_smheap_cma_fallbacks;
+unsigned long long PVAR_COUNTER_smheap_cma_slow_ring_msgs;
 unsigned long long PVAR_COUNTER_smheap_shared_copy_msgs;
 unsigned long long PVAR_COUNTER_smheap_copy_help_bytes;
 unsigned long long PVAR_COUNTER_smheap_links_opened;
@@ -78,6 +80,17 @@ static void get_int(void *addr, void *obj_handle, int count, void *buf)
     *(unsigned long long *) buf = (unsigned long long) *(const int *) addr;
 }
 
+/* MB/s, from bytes per ns */
+static size_t ring_rate(void)
+{
+    return (size_t) (smheap_pace.last_rate * 1000);
+}
+
+static size_t slow_ring_rate(void)
+{
+    return (size_t) (smheap_pace.slow_below * 1000);
+}
+
 static void register_heap(void)
 {
     LEVEL(smheap_heap_bytes_in_use, smheap_in_use, get_by_call,
@@ -129,6 +142,18 @@ static void register_messages(void)
     COUNTER(smheap_cma_fallbacks, MPI_T_VERBOSITY_USER_BASIC,
             "such messages this rank received staged through the rings instead: the "
             "kernel refused the copy or the receive type is noncontiguous");
+    COUNTER(smheap_cma_slow_ring_msgs, MPI_T_VERBOSITY_USER_BASIC,
+            "of smheap_cma_msgs, those below MPIR_CVAR_CH3_SMHEAP_CMA_MIN, sent through "
+            "the kernel because the rings were slow");
+    LEVEL(smheap_rings_slow, &smheap_pace.slow, get_int,
+          "1 while copies into the rings run slower than smheap_slow_ring_rate");
+    LEVEL(smheap_ring_rate, ring_rate, get_by_call,
+          "MB/s of the fastest of the last few timed copies into the rings (0: none yet)");
+    LEVEL(smheap_slow_ring_rate, slow_ring_rate, get_by_call,
+          "MB/s below which the rings count as slow (MPIR_CVAR_CH3_SMHEAP_SLOW_RING_RATE, "
+          "or a 64 KiB copy through the kernel, timed at MPI_Init; 0: not watched)");
+    READ_COUNTER(smheap_ring_slow_spells, &smheap_pace.slow_spells, NULL,
+                 MPI_T_VERBOSITY_USER_BASIC, "times the rings were found slow");
     COUNTER(smheap_shared_copy_msgs, MPI_T_VERBOSITY_USER_BASIC,
             "single-copy messages this rank received and copied together with the sender "
             "(both buffers in the shared heap, or through the kernel)");

@@ -9,8 +9,9 @@
  * the receiver asks the sender to HELP, and both claim chunks of the transfer from a
  * counter pair the sender allocated in the heap, so two cores copy at once.
  *
- * Large contiguous data outside the heap (stack, static data, mmap) goes the same way
- * through the kernel (smheap_cma.h): the request-to-send also carries the sender's pid,
+ * Large contiguous data outside the heap (stack, static data, mmap), and mid-sized data
+ * while copies into the rings run slow (smheap_pace.h), goes the same way through the
+ * kernel (smheap_cma.h): the request-to-send also carries the sender's pid,
  * the receiver reads its chunks with process_vm_readv and the sender writes its own into
  * the receiver's buffer with process_vm_writev.  Where the kernel refuses, or the receive
  * type is noncontiguous, the receiver answers with ch3's clear-to-send instead and the
@@ -94,6 +95,32 @@ cvars:
         ptrace_scope is 1, every rank allows any process of its user to attach to it, as
         Open MPI does for the same copies.
 
+    - name        : MPIR_CVAR_CH3_SMHEAP_CMA_SLOW_RING_MIN
+      category    : CH3
+      type        : int
+      default     : 16384
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: smallest contiguous message (bytes) outside the shared heap that goes
+        through the kernel, as from MPIR_CVAR_CH3_SMHEAP_CMA_MIN, while copies into the
+        rings run slower than MPIR_CVAR_CH3_SMHEAP_SLOW_RING_RATE (on virtual machines,
+        moving cache lines between cores can slow down tenfold for minutes at a time).
+        -1 never.
+
+    - name        : MPIR_CVAR_CH3_SMHEAP_SLOW_RING_RATE
+      category    : CH3
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: the rings count as slow while copies into them run below this many
+        MB/s; 0 takes half the speed of a 64 KiB copy through the kernel, measured at
+        MPI_Init.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -102,6 +129,7 @@ cvars:
 #include <unistd.h>
 #include "smheap.h"
 #include "smheap_cma.h"
+#include "smheap_pace.h"
 #include <stdatomic.h>
 
 /* A transfer that sender and receiver may share.  Allocated by the sender in the shared
@@ -171,11 +199,17 @@ static int single_copy_on(void)
     return MPIDI_CH3I_Smheap_heap_shared && MPIR_CVAR_CH3_SMHEAP_SINGLE_COPY;
 }
 
-/* Data outside the heap goes through the kernel; the copy job it shares lives in the heap. */
+/* Data outside the heap goes through the kernel from CMA_MIN, and from CMA_SLOW_RING_MIN
+ * while the rings are slow (asked last: the answer may let this message probe them); the
+ * copy job it shares lives in the heap. */
 static int cma_on(MPIDI_VC_t * vc, intptr_t data_sz)
 {
-    return MPIDI_CH3I_Smheap_cma_ready && single_copy_on() && !vc->ch.cma_refused &&
-        MPIR_CVAR_CH3_SMHEAP_CMA_MIN >= 0 && data_sz >= MPIR_CVAR_CH3_SMHEAP_CMA_MIN;
+    if (!MPIDI_CH3I_Smheap_cma_ready || !single_copy_on() || vc->ch.cma_refused ||
+        MPIR_CVAR_CH3_SMHEAP_CMA_MIN < 0)
+        return FALSE;
+    return data_sz >= MPIR_CVAR_CH3_SMHEAP_CMA_MIN ||
+        (MPIR_CVAR_CH3_SMHEAP_CMA_SLOW_RING_MIN >= 0 &&
+         data_sz >= MPIR_CVAR_CH3_SMHEAP_CMA_SLOW_RING_MIN && smheap_pace_rings_slow());
 }
 
 /* The VC's eager limit: ch3 hands every larger message to MPIDI_CH3I_Smheap_RndvSend. */
@@ -320,6 +354,8 @@ int MPIDI_CH3I_Smheap_RndvSend(MPIR_Request ** sreq_p, const void *buf, MPI_Aint
     } else if (dt_contig && cma_on(vc, data_sz)) {
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_cma_msgs, 1);
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_cma_bytes, data_sz);
+        if (data_sz < MPIR_CVAR_CH3_SMHEAP_CMA_MIN)
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_cma_slow_ring_msgs, 1);
         mpi_errno = send_rts(*sreq_p, vc, data, data_sz, getpid(), tag, comm, context_offset);
     } else if (below_ch3_eager_limit(comm, data_sz)) {
         mpi_errno = send_eager(sreq_p, buf, count, datatype, dt_contig, data_sz, dt_true_lb,
@@ -644,6 +680,25 @@ static int handle_cancel_send_resp(MPIDI_VC_t * vc, MPIDI_CH3_Pkt_t * pkt, void 
     return ch3_cancel_send_resp(vc, pkt, data, buflen, rreqp);
 }
 
+/* While the rings are slow, let a message through them this often (ns) to measure them
+ * again: slow spells last seconds to minutes, and such a message costs about ten times
+ * what it would through the kernel. */
+#define SLOW_RING_PROBE_NS 10000000
+
+/* Compare copies into the rings with a copy through the kernel (smheap_pace.h).  Half its
+ * speed, because a copy into cells that have gone cold (the first after a pause) runs at
+ * about the kernel's speed, while in the slow spells copies run five to ten times slower
+ * than that (AMD EPYC: 35-48 GB/s into recently used cells, 8-11 into cold ones, 1.3-2.5
+ * in spells, 9-11 through the kernel). */
+static void watch_rings(void)
+{
+    double slow_below = MPIR_CVAR_CH3_SMHEAP_SLOW_RING_RATE / 1000.0;  /* MB/s: bytes/ns */
+
+    if (MPIR_CVAR_CH3_SMHEAP_SLOW_RING_RATE <= 0)
+        slow_below = smheap_pace_kernel_rate(65536) / 2;
+    smheap_pace_init(slow_below, SLOW_RING_PROBE_NS);
+}
+
 int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int arraySize)
 {
     MPIR_Assert(arraySize > MPIDI_CH3I_SMHEAP_PKT_DONE);
@@ -665,5 +720,7 @@ int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int array
                              "twice, through the rings: %s (or set "
                              "MPIR_CVAR_CH3_SMHEAP_CMA_MIN=-1)\n", why_not);
     }
+    if (MPIDI_CH3I_Smheap_cma_ready && MPIR_CVAR_CH3_SMHEAP_CMA_SLOW_RING_MIN >= 0)
+        watch_rings();
     return MPI_SUCCESS;
 }
