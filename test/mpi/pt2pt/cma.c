@@ -3,7 +3,8 @@
  *   shared       1 MiB from static memory into static memory, into the heap, truncated,
  *                unexpected and by MPI_Ssend: the sender counts it (smheap_cma_msgs) and the
  *                receiver copies it together with the sender (smheap_shared_copy_msgs)
- *   both ways    1 MiB each way at once, many times over
+ *   both ways    1 MiB each way at once, many times over (staged through the rings while
+ *                they are fast)
  *   fallback     into a noncontiguous receive type: staged through the rings after all
  *                (smheap_cma_fallbacks)
  *   refused      processes that may not reach each other (not dumpable, and without
@@ -131,11 +132,15 @@ static int truncated(void)
     return errs;
 }
 
-/* Both ways at once, repeatedly (each receiver copies alone while the other is busy). */
+/* Both ways at once, repeatedly: each receiver copies alone while the other is busy, or
+ * has the data staged through the rings (smheap_both_ways_staged_msgs) where they are
+ * fast, which MPIR_CVAR_CH3_SMHEAP_SLOW_RING_RATE=1 makes them always (testlist), and
+ * never with MPIR_CVAR_CH3_SMHEAP_STAGE_BOTH_WAYS_MAX=0. */
 static int both_ways(void)
 {
     char *out = static_send, *in = static_recv;
     int errs = 0, peer = 1 - rank;
+    unsigned long long staged = pvar_value("smheap_both_ways_staged_msgs"), total;
 
     for (int i = 0; i < 20; i++) {
         MPI_Request req[2];
@@ -150,6 +155,15 @@ static int both_ways(void)
             errs += check_pattern(in, BIG, 100 + 2 * i + peer, "both ways");
         }
         MPI_Barrier(MPI_COMM_WORLD);    /* before out is refilled */
+    }
+    staged = rank < 2 ? pvar_value("smheap_both_ways_staged_msgs") - staged : 0;
+    MPI_Allreduce(&staged, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (!cma || cvar_int("MPIR_CVAR_CH3_SMHEAP_STAGE_BOTH_WAYS_MAX") == 0)
+        errs += want("both ways, staged", total, 0);
+    else if (cvar_int("MPIR_CVAR_CH3_SMHEAP_SLOW_RING_RATE") == 1 && total == 0) {
+        if (rank == 0)
+            printf("both ways: nothing staged though the rings count as fast\n");
+        errs++;
     }
     return errs;
 }

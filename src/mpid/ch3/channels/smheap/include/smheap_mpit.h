@@ -21,6 +21,7 @@ extern unsigned long long PVAR_COUNTER_smheap_cma_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_cma_bytes;
 extern unsigned long long PVAR_COUNTER_smheap_cma_fallbacks;
 extern unsigned long long PVAR_COUNTER_smheap_cma_slow_ring_msgs;
+extern unsigned long long PVAR_COUNTER_smheap_both_ways_staged_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_shared_copy_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_copy_help_bytes;
 extern unsigned long long PVAR_COUNTER_smheap_links_opened;

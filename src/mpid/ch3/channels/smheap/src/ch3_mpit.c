@@ -24,6 +24,7 @@ unsigned long long PVAR_COUNTER_smheap_cma_msgs;
 unsigned long long PVAR_COUNTER_smheap_cma_bytes;
 unsigned long long PVAR_COUNTER_smheap_cma_fallbacks;
 unsigned long long PVAR_COUNTER_smheap_cma_slow_ring_msgs;
+unsigned long long PVAR_COUNTER_smheap_both_ways_staged_msgs;
 unsigned long long PVAR_COUNTER_smheap_shared_copy_msgs;
 unsigned long long PVAR_COUNTER_smheap_copy_help_bytes;
 unsigned long long PVAR_COUNTER_smheap_links_opened;
@@ -145,6 +146,10 @@ static void register_messages(void)
     COUNTER(smheap_cma_slow_ring_msgs, MPI_T_VERBOSITY_USER_BASIC,
             "of smheap_cma_msgs, those below MPIR_CVAR_CH3_SMHEAP_CMA_MIN, sent through "
             "the kernel because the rings were slow");
+    COUNTER(smheap_both_ways_staged_msgs, MPI_T_VERBOSITY_USER_BASIC,
+            "messages offered through the kernel that this rank received staged through "
+            "the rings instead, because it was sending to the same peer and the rings were "
+            "fast (MPIR_CVAR_CH3_SMHEAP_STAGE_BOTH_WAYS_MAX)");
     LEVEL(smheap_rings_slow, &smheap_pace.slow, get_int,
           "1 while copies into the rings run slower than smheap_slow_ring_rate");
     LEVEL(smheap_ring_rate, ring_rate, get_by_call,
