@@ -511,21 +511,31 @@ static int recv_staged(MPIDI_VC_t * vc, MPIR_Request * rreq)
 
 static intptr_t stage_both_ways_max;   /* MPIR_CVAR_CH3_SMHEAP_STAGE_BOTH_WAYS_MAX, or chosen */
 
+/* Between slow and fast, stage a message now and then to time the rings again. */
+#define STAGE_RETRY_NS 100000000
+
+/* Are the rings fast enough to stage through?  Not timed yet (the staged copies will be),
+ * or the last copies into them ran at twice the kernel's speed or more, which leaves out
+ * the slow spells and the states between (smheap_pace.h).  In between, the kernel copies,
+ * and a message is staged every STAGE_RETRY_NS to find out whether that has changed. */
+static int rings_fast(void)
+{
+    if (smheap_pace.slow_below <= 0 || smheap_pace.slow)
+        return FALSE;
+    if (smheap_pace.last_rate == 0 || smheap_pace.last_rate >= 4 * smheap_pace.slow_below)
+        return TRUE;
+    return smheap_pace_now() - smheap_pace.probed_at >= STAGE_RETRY_NS;
+}
+
 /* Rather have len bytes the peer offers through the kernel staged through the rings?
  * Where we are sending to it too and the rings are fast, with room for both directions'
  * buffers in the last-level cache: then each side copies into cells the other empties
  * while they are in cache (bench/p2p bibw, AMD EPYC with 32 MiB of L3, 5 alternations:
  * 1.38x the kernel's two copies at once at 128 KiB, 1.13x at 1 MiB, 1.06x at 4 MiB, 0.88x
- * at 8 MiB; a third at 64 MiB, hence an eighth of that cache by default).  Fast: not timed
- * yet (the staged copies will be), or the last copies into the rings ran at twice the
- * kernel's speed or more, which leaves out the slow spells and the states between
- * (smheap_pace.h); once they do not, the kernel copies and no staged copy times the
- * rings again. */
+ * at 8 MiB; a third at 64 MiB, hence an eighth of that cache by default). */
 static int stage_instead(MPIDI_VC_t * vc, intptr_t len)
 {
-    return vc->ch.rndv_unanswered > 0 && len <= stage_both_ways_max &&
-        smheap_pace.slow_below > 0 && !smheap_pace.slow &&
-        (smheap_pace.last_rate == 0 || smheap_pace.last_rate >= 4 * smheap_pace.slow_below);
+    return vc->ch.rndv_unanswered > 0 && len <= stage_both_ways_max && rings_fast();
 }
 
 /* The receive is matched: copy the data out of the sender's buffer, tell the sender,
