@@ -9,9 +9,9 @@
  * time, in every copy loop tried, while copies that move each line across once, by a read
  * (the kernel's process_vm_readv, the shared heap's single copy), keep their speed.
  *
- * So the channel times some of its copies into the rings and compares their speed with
- * that of a copy through the kernel, measured once at start-up: while the rings are
- * slower, it sends mid-sized messages through the kernel instead (ch3_rndv.c).  Samples
+ * So the channel times some of its copies into the rings and compares their speed with a
+ * bound it derives from a copy through the kernel, timed once at start-up: while the rings
+ * are slower, it sends mid-sized messages through the kernel instead (ch3_rndv.c).  Samples
  * are taken in windows; the best of a window decides, so one copy slowed by an interrupt
  * does not.  While the rings count as slow, few messages go through them, so one is let
  * through now and then to measure them again.  Independent of MPICH, so that it can be

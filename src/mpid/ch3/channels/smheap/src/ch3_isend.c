@@ -34,8 +34,10 @@ static inline void populate_out_ring(MPIDI_VC_t * vc, size_t n)
         __atomic_fetch_add((char *) p, 0, __ATOMIC_RELAXED);
 }
 
-/* Copy n bytes into a ring, timing some of the copies to tell when the rings are slow
- * (smheap_pace.h). */
+/* Copy n bytes into a cell of a message that fills several, timing some of the copies to
+ * tell when the rings are slow (smheap_pace.h).  Not the data of one-cell messages: from
+ * a few KiB it goes further into its cell, into lines that come back cold, at a speed
+ * that says more about the caches than about the rings. */
 static inline void copy_into_ring(char *dst, const void *src, size_t n)
 {
     if (unlikely(smheap_pace_sample_due(n))) {
@@ -151,7 +153,7 @@ static inline smheap_cell_t *reserve_for_new_message(MPIDI_VC_t * vc)
 static inline void copy_data(char *dst, const struct iovec *iov, int n_iov)
 {
     for (int i = 1; i < n_iov; i++) {
-        copy_into_ring(dst, iov[i].iov_base, iov[i].iov_len);
+        smheap_copy(dst, iov[i].iov_base, iov[i].iov_len);
         dst += iov[i].iov_len;
     }
 }
