@@ -515,8 +515,9 @@ static intptr_t stage_both_ways_max;   /* MPIR_CVAR_CH3_SMHEAP_STAGE_BOTH_WAYS_M
 #define STAGE_RETRY_NS 100000000
 
 /* Are the rings fast enough to stage through?  Not timed yet (the staged copies will be),
- * or the last copies into them ran at twice the kernel's speed or more, which leaves out
- * the slow spells and the states between (smheap_pace.h).  In between, the kernel copies,
+ * or the last copies into them ran at four times the slow bound or more (twice the
+ * kernel's speed by default), which leaves out the slow spells and the states between
+ * (smheap_pace.h).  In between, the kernel copies,
  * and a message is staged every STAGE_RETRY_NS to find out whether that has changed. */
 static int rings_fast(void)
 {
