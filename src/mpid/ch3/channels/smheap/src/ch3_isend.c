@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 /* Fault in our mapping of vc's outbound ring before the first copy of n bytes that the
- * pace watcher may time (smheap_pace.h): its first lap through a ring's cells would
+ * pace watcher may time (copy_into_ring): its first lap through a ring's cells would
  * otherwise pay a page fault per page, which the watcher would take for slow rings.  Only
- * rings that carry such data are committed, as the rest of the channel's memory is. */
+ * rings that carry messages of several cells are committed whole. */
 static inline void populate_out_ring(MPIDI_VC_t * vc, size_t n)
 {
     uintptr_t page, start, end;
@@ -181,7 +181,6 @@ static inline int try_send_in_one_cell(MPIDI_VC_t * vc, const struct iovec *iov,
         data += iov[i].iov_len;
     if (data > smheap_cell_payload(geom) - used)
         return FALSE;   /* nothing written: the cell stays free */
-    populate_out_ring(vc, data);
     count_eager(iov[0].iov_base);
     memcpy(cell->payload, iov[0].iov_base, sizeof(MPIDI_CH3_Pkt_t));
     if (data >= smheap_queue.spread_min &&

@@ -156,7 +156,8 @@ static void register_messages(void)
           "MB/s of the fastest of the last few timed copies into the rings (0: none yet)");
     LEVEL(smheap_slow_ring_rate, slow_ring_rate, get_by_call,
           "MB/s below which the rings count as slow (MPIR_CVAR_CH3_SMHEAP_SLOW_RING_RATE, "
-          "or a 64 KiB copy through the kernel, timed at MPI_Init; 0: not watched)");
+          "or half the speed of a 64 KiB copy through the kernel, timed at MPI_Init; 0: "
+          "not watched)");
     READ_COUNTER(smheap_ring_slow_spells, &smheap_pace.slow_spells, NULL,
                  MPI_T_VERBOSITY_USER_BASIC, "times the rings were found slow");
     COUNTER(smheap_shared_copy_msgs, MPI_T_VERBOSITY_USER_BASIC,
