@@ -50,6 +50,7 @@ typedef struct smheap_part {
 
     /* sender */
     part_flags_t *flags;        /* in place */
+    atomic_int n_readied;       /* in place: partitions readied this round */
     int cts_round;              /* the receiver's latest round (message path) */
     int n_sent;                 /* message path: sent this round */
     char *state;                /* message path: PART_IDLE/READY/SENT per partition */
@@ -111,10 +112,11 @@ void MPIDI_CH3I_Part_complete_round(smheap_part_t * p);
 int MPIDI_CH3I_Part_can_send_in_place(smheap_part_t * p);
 int MPIDI_CH3I_Part_new_flags(smheap_part_t * p);
 
-/* the sender: a partition is ready; after one or more, wake the receiver; the receiver's
- * CTS came; progress of a started round */
-int MPIDI_CH3I_Part_ready(smheap_part_t * p, int k);
-void MPIDI_CH3I_Part_readied(smheap_part_t * p);
+/* the sender: a partition is ready (sets *wake_owed if the receiver needs to know now);
+ * after one or more, wake it if owed; the receiver's CTS came; progress of a started
+ * round */
+int MPIDI_CH3I_Part_ready(smheap_part_t * p, int k, int *wake_owed);
+void MPIDI_CH3I_Part_readied(smheap_part_t * p, int wake_owed);
 int MPIDI_CH3I_Part_send_ready(smheap_part_t * p);
 int MPIDI_CH3I_Part_send_progress(smheap_part_t * p);
 

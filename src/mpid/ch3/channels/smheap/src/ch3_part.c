@@ -401,6 +401,7 @@ int MPID_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Datatype dat
 
 static int start_send(smheap_part_t * p)
 {
+    atomic_store_explicit(&p->n_readied, 0, memory_order_relaxed);
     if (!p->in_place) {
         memset(p->state, PART_IDLE, p->partitions);
         p->n_sent = 0;
@@ -449,27 +450,27 @@ int MPIDI_CH3_Part_start(MPIR_Request * req)
 
 int MPID_Pready_range(int partition_low, int partition_high, MPIR_Request * sreq)
 {
-    int mpi_errno = MPI_SUCCESS;
+    int mpi_errno = MPI_SUCCESS, wake_owed = 0;
     smheap_part_t *p = PART(sreq);
 
     if (p->vc == NULL)
         return MPI_SUCCESS;
     for (int k = partition_low; k <= partition_high && mpi_errno == MPI_SUCCESS; k++)
-        mpi_errno = MPIDI_CH3I_Part_ready(p, k);
-    MPIDI_CH3I_Part_readied(p);
+        mpi_errno = MPIDI_CH3I_Part_ready(p, k, &wake_owed);
+    MPIDI_CH3I_Part_readied(p, wake_owed);
     return mpi_errno;
 }
 
 int MPID_Pready_list(int length, int array_of_partitions[], MPIR_Request * sreq)
 {
-    int mpi_errno = MPI_SUCCESS;
+    int mpi_errno = MPI_SUCCESS, wake_owed = 0;
     smheap_part_t *p = PART(sreq);
 
     if (p->vc == NULL)
         return MPI_SUCCESS;
     for (int i = 0; i < length && mpi_errno == MPI_SUCCESS; i++)
-        mpi_errno = MPIDI_CH3I_Part_ready(p, array_of_partitions[i]);
-    MPIDI_CH3I_Part_readied(p);
+        mpi_errno = MPIDI_CH3I_Part_ready(p, array_of_partitions[i], &wake_owed);
+    MPIDI_CH3I_Part_readied(p, wake_owed);
     return mpi_errno;
 }
 

@@ -187,13 +187,21 @@ static int send_partition(smheap_part_t * p, int k)
     goto fn_exit;
 }
 
-int MPIDI_CH3I_Part_ready(smheap_part_t * p, int k)
+/* An in-place receiver needs to know of a partition it must copy itself, so that it may
+ * copy while we fill the next; of one we placed, only when it completes the round: waking
+ * it for each would take a CPU from the threads still filling when the machine has no CPU
+ * to spare, which is when the receiver sleeps. */
+int MPIDI_CH3I_Part_ready(smheap_part_t * p, int k, int *wake_owed)
 {
     if (p->in_place) {
-        int placed = place_for_receiver(p, k);
+        int placed = place_for_receiver(p, k), last;
 
         atomic_store_explicit(&p->flags->ready[k], ready_mark(p->round, placed),
                               memory_order_release);
+        last = atomic_fetch_add_explicit(&p->n_readied, 1, memory_order_relaxed) + 1 ==
+            p->partitions;
+        if (!placed || last)
+            *wake_owed = 1;
         return MPI_SUCCESS;
     }
     p->state[k] = PART_READY;
@@ -208,9 +216,9 @@ int MPIDI_CH3I_Part_ready(smheap_part_t * p, int k)
 }
 
 /* After readying: an in-place receiver may sleep on its doorbell. */
-void MPIDI_CH3I_Part_readied(smheap_part_t * p)
+void MPIDI_CH3I_Part_readied(smheap_part_t * p, int wake_owed)
 {
-    if (p->in_place && p->vc->ch.node_rank >= 0)
+    if (wake_owed && p->vc->ch.node_rank >= 0)
         MPIDI_CH3I_Smheap_wake(p->vc->ch.node_rank);
 }
 
