@@ -8,6 +8,7 @@
 
 extern unsigned long long PVAR_COUNTER_smheap_sleeps;
 extern unsigned long long PVAR_COUNTER_smheap_test_yields;
+extern unsigned long long PVAR_COUNTER_smheap_contended_waits;
 extern unsigned long long PVAR_COUNTER_smheap_cells_received;
 extern unsigned long long PVAR_COUNTER_smheap_eager_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_eager_bytes;

@@ -11,6 +11,7 @@
 
 unsigned long long PVAR_COUNTER_smheap_sleeps;
 unsigned long long PVAR_COUNTER_smheap_test_yields;
+unsigned long long PVAR_COUNTER_smheap_contended_waits;
 unsigned long long PVAR_COUNTER_smheap_cells_received;
 unsigned long long PVAR_COUNTER_smheap_eager_msgs;
 unsigned long long PVAR_COUNTER_smheap_eager_bytes;
@@ -199,6 +200,8 @@ static void register_waiting(void)
     COUNTER(smheap_sleeps, MPI_T_VERBOSITY_USER_DETAIL, "times this rank slept on its doorbell");
     COUNTER(smheap_test_yields, MPI_T_VERBOSITY_USER_DETAIL,
             "fruitless nonblocking polls (MPI_Test...) that yielded the CPU on an oversubscribed node");
+    COUNTER(smheap_contended_waits, MPI_T_VERBOSITY_USER_DETAIL,
+            "waits that stopped spinning because more threads were runnable than the CPUs");
     COUNTER(smheap_remote_wakeups, MPI_T_VERBOSITY_USER_DETAIL,
             "times a local peer woke this rank from a sleep in poll() on its sockets");
     LEVEL(smheap_spin_polls, MPIDI_CH3I_Progress_spin_polls, get_by_call,

@@ -5,7 +5,10 @@
  */
 
 #include "mpidi_ch3_impl.h"
+#include "smheap_pace.h"
 #include <sched.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -23,7 +26,9 @@ cvars:
         before it starts yielding the CPU.  Larger values lower latency when every rank
         has a core of its own; spinning only delays the peer it waits for when the ranks
         outnumber their CPUs.  -1 chooses: 2000, or 0 when the node's ranks outnumber the
-        CPUs their affinity masks allow between them.
+        CPUs their affinity masks allow between them; and a wait that lasts stops
+        spinning while more threads are runnable on the machine than it has CPUs (the
+        application's own threads, say).
 
     - name        : MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS
       category    : CH3
@@ -365,6 +370,49 @@ static int poll_once(int *made_progress)
  * peer a spinning rank waits for may be the one it keeps from running, so it yields at once
  * (spin_polls 0, chosen in MPIDI_CH3I_Progress_init). */
 static int spin_polls, yield_polls;
+static int spin_auto;           /* spin_polls is ours to choose, not the user's */
+static int machine_cpus;        /* online */
+
+/* A wait idle for SMHEAP_CONTENTION_POLLS polls (longer than any message's latency)
+ * asks, and then every SMHEAP_CONTENTION_EVERY polls, whether the CPUs are contended. */
+#define SMHEAP_CONTENTION_POLLS 512
+#define SMHEAP_CONTENTION_EVERY 64
+/* How long an answer holds: threads that became runnable must be seen soon; once they
+ * are, they tend to stay so for a while. */
+#define SMHEAP_UNCONTENDED_NSEC (20 * 1000L)
+#define SMHEAP_CONTENDED_NSEC (1000 * 1000L)
+
+static int loadavg_fd = -1;
+
+/* Are more threads runnable right now than the machine has CPUs?  Then the thread a
+ * spinning rank waits for (a peer rank, or one of the application's threads that will give
+ * it something to receive) may be the one it keeps from running.  The kernel's count
+ * (/proc/loadavg's "runnable/total", this thread included) covers the whole machine, hence
+ * the machine's CPUs as the bound, not only those of our ranks: other jobs busy on other
+ * CPUs must not stop our spin.  One read costs about a microsecond and a half. */
+static int cpus_contended(void)
+{
+    static long long valid_until;
+    static int contended;
+    char text[128], *p = text;
+    long long ns;
+    ssize_t n;
+
+    if (loadavg_fd < 0)
+        return FALSE;   /* no /proc: keep the choice made at MPI_Init */
+    ns = smheap_pace_now();
+    if (ns < valid_until)
+        return contended;
+    n = pread(loadavg_fd, text, sizeof(text) - 1, 0);
+    if (n <= 0)
+        return FALSE;
+    text[n] = '\0';
+    for (int field = 0; field < 3 && p != NULL; field++)
+        p = strchr(p + 1, ' ');
+    contended = p != NULL && atoi(p) > machine_cpus;
+    valid_until = ns + (contended ? SMHEAP_CONTENDED_NSEC : SMHEAP_UNCONTENDED_NSEC);
+    return contended;
+}
 
 /* MPICH's global lock may be held recursively; release it for the duration of fn(arg), as
  * MPIDU_Thread_yield does around its yield, so the application's other threads can use MPI
@@ -489,6 +537,12 @@ static int wait_until(int (*ready) (void *), void *arg)
         if (made_progress) {
             idle = 0;
         } else if (++idle < spin_polls) {
+            if (spin_auto && idle >= SMHEAP_CONTENTION_POLLS &&
+                idle % SMHEAP_CONTENTION_EVERY == 0 && cpus_contended()) {
+                MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_contended_waits, 1);
+                idle = spin_polls;      /* yield from now on */
+                continue;
+            }
 #ifdef MPICH_IS_THREADED
             /* let the application's other threads into MPI now and then */
             if ((idle & 63) == 0)
@@ -598,6 +652,10 @@ size_t MPIDI_CH3I_Progress_spin_polls(void)
 
 static void choose_spin(void)
 {
+    spin_auto = MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS < 0;
+    machine_cpus = (int) MPL_MAX(sysconf(_SC_NPROCESSORS_ONLN), smheap_queue.node_cpus);
+    if (spin_auto && loadavg_fd < 0)
+        loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
     spin_polls = MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS;
     if (spin_polls < 0)
         spin_polls = oversubscribed()? 0 : SMHEAP_SPIN_POLLS_ALONE;
@@ -640,6 +698,9 @@ int MPIDI_CH3I_Progress_init(void)
 
 int MPIDI_CH3I_Progress_finalize(void)
 {
+    if (loadavg_fd >= 0)
+        close(loadavg_fd);
+    loadavg_fd = -1;
     MPL_free(peer_vcs);
     peer_vcs = NULL;
     MPL_free(owed_wake);
