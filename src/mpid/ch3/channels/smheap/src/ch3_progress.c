@@ -26,8 +26,8 @@ cvars:
         before it starts yielding the CPU.  Larger values lower latency when every rank
         has a core of its own; spinning only delays the peer it waits for when the ranks
         outnumber their CPUs.  -1 chooses: 2000, or 0 when the node's ranks outnumber the
-        CPUs their affinity masks allow between them; and a wait that lasts stops
-        spinning while more threads are runnable on the machine than it has CPUs (the
+        CPUs their affinity masks allow between them; and a wait idle for 10 us sleeps
+        at once while more threads are runnable on the machine than it has CPUs (the
         application's own threads, say).
 
     - name        : MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS
@@ -373,9 +373,9 @@ static int spin_polls, yield_polls;
 static int spin_auto;           /* spin_polls is ours to choose, not the user's */
 static int machine_cpus;        /* online */
 
-/* A wait idle for SMHEAP_CONTENTION_POLLS polls (longer than any message's latency)
- * asks, and then every SMHEAP_CONTENTION_EVERY polls, whether the CPUs are contended. */
-#define SMHEAP_CONTENTION_POLLS 512
+/* A wait idle for longer than a message takes asks, every SMHEAP_CONTENTION_EVERY polls,
+ * whether the CPUs are contended. */
+#define SMHEAP_CONTENTION_IDLE_NSEC (10 * 1000L)
 #define SMHEAP_CONTENTION_EVERY 64
 /* How long an answer holds: threads that became runnable must be seen soon; once they
  * are, they tend to stay so for a while. */
@@ -390,17 +390,15 @@ static int loadavg_fd = -1;
  * (/proc/loadavg's "runnable/total", this thread included) covers the whole machine, hence
  * the machine's CPUs as the bound, not only those of our ranks: other jobs busy on other
  * CPUs must not stop our spin.  One read costs about a microsecond and a half. */
-static int cpus_contended(void)
+static int cpus_contended(long long ns)
 {
     static long long valid_until;
     static int contended;
     char text[128], *p = text;
-    long long ns;
     ssize_t n;
 
     if (loadavg_fd < 0)
         return FALSE;   /* no /proc: keep the choice made at MPI_Init */
-    ns = smheap_pace_now();
     if (ns < valid_until)
         return contended;
     n = pread(loadavg_fd, text, sizeof(text) - 1, 0);
@@ -412,6 +410,19 @@ static int cpus_contended(void)
     contended = p != NULL && atoi(p) > machine_cpus;
     valid_until = ns + (contended ? SMHEAP_CONTENDED_NSEC : SMHEAP_UNCONTENDED_NSEC);
     return contended;
+}
+
+/* Called every SMHEAP_CONTENTION_EVERY idle polls of a wait whose spin is ours to choose:
+ * should it stop spinning?  idle_since: when this stretch of idle polls began. */
+static int spin_contended(int idle, long long *idle_since)
+{
+    long long ns = smheap_pace_now();
+
+    if (idle == SMHEAP_CONTENTION_EVERY) {
+        *idle_since = ns;
+        return FALSE;
+    }
+    return ns - *idle_since >= SMHEAP_CONTENTION_IDLE_NSEC && cpus_contended(ns);
 }
 
 /* MPICH's global lock may be held recursively; release it for the duration of fn(arg), as
@@ -526,6 +537,7 @@ static int wait_until(int (*ready) (void *), void *arg)
 {
     int mpi_errno = MPI_SUCCESS;
     int idle = 0;
+    long long idle_since = 0;
 
     for (;;) {
         int made_progress = FALSE;
@@ -537,10 +549,11 @@ static int wait_until(int (*ready) (void *), void *arg)
         if (made_progress) {
             idle = 0;
         } else if (++idle < spin_polls) {
-            if (spin_auto && idle >= SMHEAP_CONTENTION_POLLS &&
-                idle % SMHEAP_CONTENTION_EVERY == 0 && cpus_contended()) {
+            if (spin_auto && idle % SMHEAP_CONTENTION_EVERY == 0 &&
+                spin_contended(idle, &idle_since)) {
+                /* the CPU is better given up for good than yielded now and then */
                 MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_contended_waits, 1);
-                idle = spin_polls;      /* yield from now on */
+                idle = spin_polls + yield_polls;
                 continue;
             }
 #ifdef MPICH_IS_THREADED
