@@ -9,8 +9,8 @@
  *          MPI_Wait.  Rank 1: MPI_Irecv posted beforehand, MPI_Wait.
  * Each iteration begins with a barrier; both ranks read one clock (CLOCK_MONOTONIC, one
  * machine).  Printed, as medians over the iterations (us):
- *   after_ready  from the last partition being ready (part: its MPI_Pready returned; isend:
- *                the last thread finished filling) to the receiver's completion
+ *   after_ready  from the last partition being ready (part: the call of its MPI_Pready;
+ *                isend: the last thread finished filling) to the receiver's completion
  *   total        from the start of the iteration to the receiver's completion
  *   bench/part/part_bench [-s SIZE] [-p PARTS] [-t THREADS] [-i ITERS] [-w WORK]
  * WORK: nanoseconds of extra work per partition before it is ready (default 0), so that the
@@ -56,10 +56,10 @@ static void *filler(void *arg)
         memset(buf + k * per, k + 1, per);
         if (work_ns)
             spin_ns(work_ns);
+        last_ready[t] = now();
         if (use_part)
             MPI_Pready(k, preq);
     }
-    last_ready[t] = now();
     return NULL;
 }
 
