@@ -2,7 +2,7 @@
  * Unit test for the channel's watch on the rings' speed (smheap_pace.h), no MPICH needed:
  * which copies are timed, a window of slow copies turning the rings slow and a window with
  * one fast copy turning them back, the probe let through once per interval while slow,
- * and the kernel's copy speed it is compared with.
+ * messages above the bound left untimed, and the kernel's copy speed it is compared with.
  */
 
 #define _GNU_SOURCE
@@ -63,9 +63,15 @@ static void spells(void)
     CHECK(!smheap_pace.slow && !smheap_pace_rings_slow());
 }
 
+static void message_bound(void)
+{
+    CHECK(smheap_pace_watches(1 << 20));
+    CHECK(!smheap_pace_watches((1 << 20) + 1));
+}
+
 static void unwatched(void)
 {
-    smheap_pace_init(0, 0);
+    smheap_pace_init(0, 0, 0);
     CHECK(!smheap_pace_sample_due(KIB16));
     CHECK(!smheap_pace_rings_slow());
 }
@@ -78,9 +84,10 @@ int main(void)
     CHECK(kernel == 0 || (kernel > 0.01 && kernel < 1000));
     printf("kernel copy of 64 KiB: %.0f MB/s\n", kernel * 1000);
 
-    smheap_pace_init(1.0, 20 * 1000 * 1000);
+    smheap_pace_init(1.0, 20 * 1000 * 1000, 1 << 20);
     sampling();
     spells();
+    message_bound();
     unwatched();
     return failures != 0;
 }

@@ -4,7 +4,10 @@
  * static memory (below MPIR_CVAR_CH3_SMHEAP_CMA_MIN, so through the rings by default) to
  * rank 1; the counters of rank 0 say which path each took (smheap_cma_slow_ring_msgs).
  * The testlist sets MPIR_CVAR_CH3_SMHEAP_SLOW_RING_RATE:
- *   a rate no copy reaches   the first messages find the rings slow (smheap_rings_slow,
+ *   a rate no copy reaches   16 MiB messages sent both ways at once are staged through
+ *                            the rings untimed (larger than a core's cache, their copies
+ *                            say nothing of the rings): the rings are not found slow;
+ *                            then the first 32 KiB messages find them slow (smheap_rings_slow,
  *                            smheap_ring_slow_spells); then all but the probes go through
  *                            the kernel, 8 KiB ones (below ..._CMA_SLOW_RING_MIN) do not,
  *                            and one sent after the probe interval goes through the rings
@@ -18,8 +21,9 @@
 #define MID (32 * 1024)
 #define SMALL (8 * 1024)
 #define BATCH 16
+#define HUGE (16 * 1024 * 1024)
 
-static char buf[MID];
+static char buf[MID], huge_out[HUGE], huge_in[HUGE];
 static int rank, checked;
 
 /* Rank 0 sends n messages of len bytes to rank 1, which checks them; returns the errors
@@ -41,6 +45,29 @@ static int send_some(int n, int len, int seed, const char *name, unsigned long l
     }
     *moved = pvar_value(name) - before;
     MPI_Bcast(moved, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    return errs;
+}
+
+/* Ranks 0 and 1 send each other n messages of HUGE bytes at once; returns the errors and,
+ * on every rank, how many of them the two had staged through the rings. */
+static int both_ways(int n, unsigned long long *staged)
+{
+    unsigned long long before = pvar_value("smheap_both_ways_staged_msgs"), mine;
+    int errs = 0, peer = 1 - rank;
+
+    for (int i = 0; i < n && rank < 2; i++) {
+        MPI_Request req[2];
+        MPI_Status st[2];
+
+        fill_pattern(huge_out, HUGE, 500 + 2 * i + rank);
+        memset(huge_in, 0, HUGE);
+        MPI_Irecv(huge_in, HUGE, MPI_CHAR, peer, i, MPI_COMM_WORLD, &req[0]);
+        MPI_Isend(huge_out, HUGE, MPI_CHAR, peer, i, MPI_COMM_WORLD, &req[1]);
+        MPI_Waitall(2, req, st);
+        errs += check_pattern(huge_in, HUGE, 500 + 2 * i + peer, "both ways");
+    }
+    mine = rank < 2 ? pvar_value("smheap_both_ways_staged_msgs") - before : 0;
+    MPI_Allreduce(&mine, staged, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     return errs;
 }
 
@@ -74,6 +101,13 @@ int main(int argc, char **argv)
     rate = cvar_int("MPIR_CVAR_CH3_SMHEAP_SLOW_RING_RATE");
     kernel = same_node(MPI_COMM_WORLD, 0, 1) && on_rank0("smheap_cma") == 1 &&
         cvar_int("MPIR_CVAR_CH3_SMHEAP_CMA_MIN") >= 0;
+
+    if (kernel && rate > 1000000) {
+        errs += both_ways(3, &moved);
+        errs += expect(moved >= 1, "16 MiB both ways, staged", moved);
+        errs += expect(on_rank0("smheap_ring_slow_spells") == 0, "slow spells after 16 MiB",
+                       on_rank0("smheap_ring_slow_spells"));
+    }
 
     /* enough copies into the rings for a decision, whatever the host does */
     slow_before = on_rank0("smheap_cma_slow_ring_msgs");

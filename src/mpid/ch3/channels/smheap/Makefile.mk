@@ -27,6 +27,7 @@ noinst_HEADERS +=                                          \
     src/mpid/ch3/channels/smheap/include/smheap_copy.h     \
     src/mpid/ch3/channels/smheap/include/smheap_cma.h      \
     src/mpid/ch3/channels/smheap/include/smheap_pace.h     \
+    src/mpid/ch3/channels/smheap/include/smheap_cache.h    \
     src/mpid/ch3/channels/smheap/include/smheap_part.h     \
     src/mpid/ch3/channels/smheap/include/mpid_nem_impl.h
 
@@ -46,6 +47,7 @@ mpi_core_sources +=                                        \
     src/mpid/ch3/channels/smheap/src/smheap_copy.c         \
     src/mpid/ch3/channels/smheap/src/smheap_cma.c          \
     src/mpid/ch3/channels/smheap/src/smheap_pace.c         \
+    src/mpid/ch3/channels/smheap/src/smheap_cache.c        \
     src/mpid/ch3/channels/smheap/src/smheap_doorbell.c
 
 # Between nodes: ch3:sock's poll()-based socket layer, compiled here unchanged (ch3's

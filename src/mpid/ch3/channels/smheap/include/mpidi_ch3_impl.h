@@ -68,7 +68,7 @@ extern int MPIDI_CH3I_Sockpath_active;  /* sockets in use (the job spans nodes, 
 #define MPIDI_CH3I_SendQ_head(vcch) ((vcch)->sendq_head)
 
 /* Sending (ch3_isend.c) */
-int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov);
+int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov, int timed);
 int MPIDI_CH3I_Send_pkt(MPIDI_VC_t * vc, void *pkt, intptr_t size);
 
 /* The shared heap (src/ch3_heap.c): checked at MPI_Init; 1 if every local rank allocates

@@ -91,6 +91,7 @@ struct MPIDI_CH3I_Request {
      * owned by the send request, borrowed by the receive request.  NULL: no sharing. */
     struct smheap_copy_job *copy_job;
     int unanswered;             /* counted in its VC's rndv_unanswered */
+    int pace_timed;             /* its copies into a ring may be timed (smheap_pace.h) */
     /* A partitioned request's state (src/ch3_part.c); for a PART_DATA packet's receive,
      * where its data goes in the message. */
     struct smheap_part *part;
@@ -100,7 +101,7 @@ struct MPIDI_CH3I_Request {
 #define MPIDI_CH3_REQUEST_DECL struct MPIDI_CH3I_Request ch;
 #define MPIDI_CH3_REQUEST_INIT(req_) \
     ((req_)->ch.peer_buf = NULL, (req_)->ch.copy_job = NULL, (req_)->ch.unanswered = 0, \
-     (req_)->ch.part = NULL)
+     (req_)->ch.pace_timed = 0, (req_)->ch.part = NULL)
 
 /* The channel's packets: single-copy rendezvous (src/ch3_rndv.c), partitioned
  * communication (src/ch3_part.c), and the socket connection set-up of ch3's socket

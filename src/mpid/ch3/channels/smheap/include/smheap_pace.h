@@ -40,6 +40,7 @@ typedef struct smheap_pace {
     int slow;
     uint64_t probed_at;         /* when the rings were last measured or probed */
     double last_rate;           /* the best rate of the last whole window */
+    size_t message_max;         /* longer messages are not timed */
     unsigned long long slow_spells;     /* times the rings were found slow */
 } smheap_pace_t;
 
@@ -58,8 +59,17 @@ static inline uint64_t smheap_pace_now(void)
 double smheap_pace_kernel_rate(size_t n);
 
 /* Count the rings slow while copies into them run below slow_below bytes per ns (0: never),
- * and let a message through them every probe_ns while they are. */
-void smheap_pace_init(double slow_below, uint64_t probe_ns);
+ * and let a message through them every probe_ns while they are.  Only messages of at most
+ * message_max bytes are timed: the data of longer ones mostly comes from memory beyond the
+ * caches, at a speed that says nothing of the rings (a copy of 16 MiB between two ranks
+ * that both send runs below the bound in every state of the rings). */
+void smheap_pace_init(double slow_below, uint64_t probe_ns, size_t message_max);
+
+/* May the copies of a message of this many bytes be timed? */
+static inline int smheap_pace_watches(size_t message_bytes)
+{
+    return message_bytes <= smheap_pace.message_max;
+}
 
 /* Should the copy of n bytes into a ring about to start be timed? */
 static inline int smheap_pace_sample_due(size_t n)

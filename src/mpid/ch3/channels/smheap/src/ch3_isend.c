@@ -38,9 +38,9 @@ static inline void populate_out_ring(MPIDI_VC_t * vc, size_t n)
  * tell when the rings are slow (smheap_pace.h).  Not the data of one-cell messages: from
  * a few KiB it goes further into its cell, into lines that come back cold, at a speed
  * that says more about the caches than about the rings. */
-static inline void copy_into_ring(char *dst, const void *src, size_t n)
+static inline void copy_into_ring(char *dst, const void *src, size_t n, int timed)
 {
-    if (unlikely(smheap_pace_sample_due(n))) {
+    if (timed && unlikely(smheap_pace_sample_due(n))) {
         uint64_t start = smheap_pace_now();
 
         smheap_copy(dst, src, n);
@@ -52,8 +52,8 @@ static inline void copy_into_ring(char *dst, const void *src, size_t n)
 
 /* Copy as much of iov[0..*n_iov) as fits into free cells of vc's ring.  Advances *iov and
  * *n_iov past what was copied (a partly copied entry is adjusted in place).  Returns
- * TRUE when everything was copied. */
-int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
+ * TRUE when everything was copied.  timed: the pace watch may time these copies. */
+int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov, int timed)
 {
     struct iovec *v = *iov;
     int n = *n_iov;
@@ -78,7 +78,7 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov)
             size_t len = MPL_MIN(v->iov_len, payload - used);
 
             populate_out_ring(vc, len);
-            copy_into_ring(cell->payload + used, v->iov_base, len);
+            copy_into_ring(cell->payload + used, v->iov_base, len, timed);
             used += len;
             v->iov_base = (char *) v->iov_base + len;
             v->iov_len -= len;
@@ -125,6 +125,15 @@ static inline void count_eager(const MPIDI_CH3_Pkt_t * pkt)
         default:
             break;
     }
+}
+
+static size_t iov_bytes(const struct iovec *iov, int n_iov)
+{
+    size_t n = 0;
+
+    for (int i = 0; i < n_iov; i++)
+        n += iov[i].iov_len;
+    return n;
 }
 
 /* Copy the caller's iov; every packet header travels at the channel's one fixed header
@@ -257,7 +266,7 @@ int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc)
         int n_iov = sreq->dev.iov_count;
         int complete = FALSE;
 
-        if (!MPIDI_CH3I_Writev(vc, &iov, &n_iov)) {
+        if (!MPIDI_CH3I_Writev(vc, &iov, &n_iov, sreq->ch.pace_timed)) {
             sreq->dev.iov_offset = iov - sreq->dev.iov;
             sreq->dev.iov_count = n_iov;
             break;
@@ -312,7 +321,9 @@ int MPIDI_CH3_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, in
         goto fn_exit;
     }
 
-    if (MPIDI_CH3I_Sendq_empty(vc) && MPIDI_CH3I_Writev(vc, &rest, &n_rest) &&
+    sreq->ch.pace_timed = smheap_pace_watches(iov_bytes(iov, n_iov));
+    if (MPIDI_CH3I_Sendq_empty(vc) &&
+        MPIDI_CH3I_Writev(vc, &rest, &n_rest, sreq->ch.pace_timed) &&
         sreq->dev.OnDataAvail == NULL) {
         /* the common case: all in the ring, nothing more to do for this request */
         mpi_errno = MPID_Request_complete(sreq);
@@ -347,7 +358,7 @@ static int start_msg_slowly(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
     int mpi_errno = MPI_SUCCESS;
     struct iovec local[MPL_IOV_LIMIT];
     struct iovec *rest = local;
-    int n_rest = n_iov;
+    int n_rest = n_iov, timed;
     MPIR_Request *sreq;
 
     mpi_errno = choose_path(vc);
@@ -367,7 +378,8 @@ static int start_msg_slowly(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
         goto fn_exit;
     }
 
-    if (MPIDI_CH3I_Sendq_empty(vc) && MPIDI_CH3I_Writev(vc, &rest, &n_rest))
+    timed = smheap_pace_watches(iov_bytes(iov, n_iov));
+    if (MPIDI_CH3I_Sendq_empty(vc) && MPIDI_CH3I_Writev(vc, &rest, &n_rest, timed))
         goto fn_exit;   /* all in the ring: no request needed */
 
     sreq = MPIR_Request_create(MPIR_REQUEST_KIND__SEND);
@@ -375,6 +387,7 @@ static int start_msg_slowly(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
     MPIR_Object_set_ref(sreq, 2);       /* one for the caller, one until it is sent */
     sreq->dev.OnDataAvail = NULL;
     sreq->ch.vc = vc;
+    sreq->ch.pace_timed = timed;
     save_remainder(sreq, rest, n_rest, rest == local);
     MPIDI_CH3I_Sendq_enqueue(vc, sreq);
     *sreq_ptr = sreq;

@@ -132,8 +132,8 @@ cvars:
         ch3:smheap: largest message (bytes) offered through the kernel that a receiver
         has staged through the rings instead while it is sending to the same peer and the
         rings are fast: two ranks streaming both ways each copy once into and once out of
-        cells that stay in cache, faster than two kernel copies at once.  -1 chooses an
-        eighth of the last-level cache; 0 never.
+        cells that stay in cache, faster than two kernel copies at once.  -1: any size;
+        0: never.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -142,6 +142,7 @@ cvars:
 #include <sched.h>
 #include <unistd.h>
 #include "smheap.h"
+#include "smheap_cache.h"
 #include "smheap_cma.h"
 #include "smheap_pace.h"
 #include <stdatomic.h>
@@ -509,7 +510,7 @@ static int recv_staged(MPIDI_VC_t * vc, MPIR_Request * rreq)
     return MPIDI_CH3_RecvRndv(vc, rreq);
 }
 
-static intptr_t stage_both_ways_max;   /* MPIR_CVAR_CH3_SMHEAP_STAGE_BOTH_WAYS_MAX, or chosen */
+static intptr_t stage_both_ways_max;   /* MPIR_CVAR_CH3_SMHEAP_STAGE_BOTH_WAYS_MAX */
 
 /* Between slow and fast, stage a message now and then to time the rings again. */
 #define STAGE_RETRY_NS 100000000
@@ -529,11 +530,12 @@ static int rings_fast(void)
 }
 
 /* Rather have len bytes the peer offers through the kernel staged through the rings?
- * Where we are sending to it too and the rings are fast, with room for both directions'
- * buffers in the last-level cache: then each side copies into cells the other empties
- * while they are in cache (bench/p2p bibw, AMD EPYC with 32 MiB of L3, 5 alternations:
- * 1.38x the kernel's two copies at once at 128 KiB, 1.13x at 1 MiB, 1.06x at 4 MiB, 0.88x
- * at 8 MiB; a third at 64 MiB, hence an eighth of that cache by default). */
+ * Where we are sending to it too and the rings are fast: then each side copies into cells
+ * the other empties while they are in cache, and the two directions keep each other going,
+ * where two kernel copies at once each pin pages and copy alone (bench/p2p bibw from
+ * stack buffers, AMD EPYC with 32 MiB of L3, 5 alternations: 1.38x the kernel at 128 KiB,
+ * 1.10x at 1 MiB; 1.37x at 8 MiB, 1.15x at 16 MiB, 1.13x at 32 MiB, 1.24x at 64 MiB, where
+ * both move the same bytes through memory). */
 static int stage_instead(MPIDI_VC_t * vc, intptr_t len)
 {
     return vc->ch.rndv_unanswered > 0 && len <= stage_both_ways_max && rings_fast();
@@ -747,17 +749,14 @@ static void watch_rings(void)
 
     if (MPIR_CVAR_CH3_SMHEAP_SLOW_RING_RATE <= 0)
         slow_below = smheap_pace_kernel_rate(65536) / 2;
-    smheap_pace_init(slow_below, SLOW_RING_PROBE_NS);
+    /* messages that fit in a core's own cache: most are sent soon after they are written */
+    smheap_pace_init(slow_below, SLOW_RING_PROBE_NS, MPL_MAX(smheap_cache_size(2), 65536));
 }
 
 static void choose_stage_both_ways_max(void)
 {
-    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-
-    if (llc <= 0)
-        llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
     stage_both_ways_max = MPIR_CVAR_CH3_SMHEAP_STAGE_BOTH_WAYS_MAX >= 0 ?
-        MPIR_CVAR_CH3_SMHEAP_STAGE_BOTH_WAYS_MAX : MPL_MAX(llc, 0) / 8;
+        MPIR_CVAR_CH3_SMHEAP_STAGE_BOTH_WAYS_MAX : INTPTR_MAX;
 }
 
 int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int arraySize)

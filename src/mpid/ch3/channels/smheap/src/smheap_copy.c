@@ -4,6 +4,7 @@
 
 #define _POSIX_C_SOURCE 200809L
 #include "smheap_copy.h"
+#include "smheap_cache.h"
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,10 +71,10 @@ void smheap_copy_init(void)
 {
 #if defined(__x86_64__)
     if (memcpy_slow_at_short_distance()) {
-        long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        size_t l2 = smheap_cache_size(2);
 
         smheap_copy_detour_min = 2048;
-        smheap_copy_detour_max = l2 > 0 ? (size_t) l2 : 1024 * 1024;
+        smheap_copy_detour_max = l2 > 0 ? l2 : 1024 * 1024;
     }
 #endif
 }

@@ -36,10 +36,11 @@ double smheap_pace_kernel_rate(size_t n)
     return best == UINT64_MAX ? 0 : (double) n / (double) (best ? best : 1);
 }
 
-void smheap_pace_init(double slow_below, uint64_t probe_ns)
+void smheap_pace_init(double slow_below, uint64_t probe_ns, size_t message_max)
 {
     smheap_pace = (smheap_pace_t) {
-    .slow_below = slow_below,.probe_ns = probe_ns,.countdown = SMHEAP_PACE_SAMPLE_EVERY};
+    .slow_below = slow_below,.probe_ns = probe_ns,.countdown = SMHEAP_PACE_SAMPLE_EVERY,
+            .message_max = message_max};
 }
 
 void smheap_pace_record(size_t n, uint64_t ns)

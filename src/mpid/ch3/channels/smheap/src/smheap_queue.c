@@ -9,6 +9,7 @@
 
 #include "mpidi_ch3_impl.h"
 #include "mpidu_init_shm.h"
+#include "smheap_cache.h"
 #include <sched.h>
 #include <unistd.h>
 
@@ -115,9 +116,9 @@ static size_t ring_bytes(int nranks)
 
 static size_t l1_data_cache(void)
 {
-    long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    size_t l1 = smheap_cache_size(1);
 
-    return l1 > 0 ? (size_t) l1 : SMHEAP_DEFAULT_L1;
+    return l1 > 0 ? l1 : SMHEAP_DEFAULT_L1;
 }
 
 /* Bytes of data per cell.  A message of a few cells goes through as a pipeline: while
