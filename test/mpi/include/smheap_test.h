@@ -60,6 +60,22 @@ static inline int check_pattern(const char *p, int n, int seed, const char *what
     return 0;
 }
 
+/* This rank and peer send each other n bytes at once, out filled with fill_pattern(seed +
+ * rank) and received into in; 0 if in then holds the peer's pattern, else 1. */
+static inline int exchange_both_ways(char *out, char *in, int n, int rank, int peer, int tag,
+                                     int seed)
+{
+    MPI_Request req[2];
+    MPI_Status st[2];
+
+    fill_pattern(out, n, seed + rank);
+    memset(in, 0, n);
+    MPI_Irecv(in, n, MPI_CHAR, peer, tag, MPI_COMM_WORLD, &req[0]);
+    MPI_Isend(out, n, MPI_CHAR, peer, tag, MPI_COMM_WORLD, &req[1]);
+    MPI_Waitall(2, req, st);
+    return check_pattern(in, n, seed + peer, "both ways");
+}
+
 /* inout = in x inout for 2x2 integer matrices (row-major): a non-commutative MPI_Op, whose
  * result shows whether a reduction kept rank order. */
 static inline void smheap_test_matmul(void *in, void *inout, int *len, MPI_Datatype * dt)

@@ -143,17 +143,8 @@ static int both_ways(void)
     unsigned long long staged = pvar_value("smheap_both_ways_staged_msgs"), total;
 
     for (int i = 0; i < 20; i++) {
-        MPI_Request req[2];
-        MPI_Status st[2];
-
-        if (rank < 2) {
-            fill_pattern(out, BIG, 100 + 2 * i + rank);
-            memset(in, 0, BIG);
-            MPI_Irecv(in, BIG, MPI_CHAR, peer, i, MPI_COMM_WORLD, &req[0]);
-            MPI_Isend(out, BIG, MPI_CHAR, peer, i, MPI_COMM_WORLD, &req[1]);
-            MPI_Waitall(2, req, st);
-            errs += check_pattern(in, BIG, 100 + 2 * i + peer, "both ways");
-        }
+        if (rank < 2)
+            errs += exchange_both_ways(out, in, BIG, rank, peer, i, 100 + 2 * i);
         MPI_Barrier(MPI_COMM_WORLD);    /* before out is refilled */
     }
     staged = rank < 2 ? pvar_value("smheap_both_ways_staged_msgs") - staged : 0;

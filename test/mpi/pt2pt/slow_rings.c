@@ -55,17 +55,8 @@ static int both_ways(int n, unsigned long long *staged)
     unsigned long long before = pvar_value("smheap_both_ways_staged_msgs"), mine;
     int errs = 0, peer = 1 - rank;
 
-    for (int i = 0; i < n && rank < 2; i++) {
-        MPI_Request req[2];
-        MPI_Status st[2];
-
-        fill_pattern(huge_out, HUGE, 500 + 2 * i + rank);
-        memset(huge_in, 0, HUGE);
-        MPI_Irecv(huge_in, HUGE, MPI_CHAR, peer, i, MPI_COMM_WORLD, &req[0]);
-        MPI_Isend(huge_out, HUGE, MPI_CHAR, peer, i, MPI_COMM_WORLD, &req[1]);
-        MPI_Waitall(2, req, st);
-        errs += check_pattern(huge_in, HUGE, 500 + 2 * i + peer, "both ways");
-    }
+    for (int i = 0; i < n && rank < 2; i++)
+        errs += exchange_both_ways(huge_out, huge_in, HUGE, rank, peer, i, 500 + 2 * i);
     mine = rank < 2 ? pvar_value("smheap_both_ways_staged_msgs") - before : 0;
     MPI_Allreduce(&mine, staged, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     return errs;
