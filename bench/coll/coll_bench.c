@@ -11,8 +11,14 @@
  *   gather     MPI_Gather to root 0, a block of SIZE bytes from every rank
  *   scatter    MPI_Scatter from root 0, a block of SIZE bytes to every rank
  *   alltoall   MPI_Alltoall, a block of SIZE bytes from every rank to every rank
+ *   allgatherv, gatherv, scatterv, alltoallv
+ *              the v-variants with every count SIZE bytes and the blocks in rank order
+ *   reduce_scatter_block
+ *              MPI_Reduce_scatter_block, MPI_SUM of nranks blocks of SIZE / 8 MPI_DOUBLEs,
+ *              block r to rank r
  *
- * SIZE is bytes per rank (for allgather, gather, scatter and alltoall the per-rank block);
+ * SIZE is bytes per rank (for the gathers, scatters and alltoalls the per-rank block, for
+ * reduce_scatter_block the block each rank receives);
  * the data movers use MPI_BYTE.  The root is always 0 (nothing rotates).
  *
  * Per size: 2 warm-up calls, then a probe that times 1, 4, 16 ... calls (slowest rank) until
@@ -45,7 +51,8 @@
  * preceded by a comment with the number of such calls; nothing with an MPI that has no such
  * pvars.
  *
- *   coll_bench [-c barrier|bcast|reduce|allreduce|allgather|gather|scatter|alltoall]
+ *   coll_bench [-c barrier|bcast|reduce|allreduce|allgather|gather|scatter|alltoall|
+ *                  allgatherv|gatherv|scatterv|alltoallv|reduce_scatter_block]
  *              [-s MIN] [-S MAX] [-l SIZE,SIZE,...] [-i ITERS] [-q]
  *   -s, -S: powers of two, every power of two from MIN to MAX (default 8 to 1 MiB);
  *   -l: exactly these sizes instead (any positive numbers; multiples of 8 for reductions);
@@ -69,9 +76,12 @@
 #define QUICK_MIN_ITERS 3
 #define MAX_ITERS 1000000L
 
-enum coll { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER, GATHER, SCATTER, ALLTOALL };
+enum coll { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER, GATHER, SCATTER, ALLTOALL,
+    ALLGATHERV, GATHERV, SCATTERV, ALLTOALLV, REDUCE_SCATTER_BLOCK, NCOLLS
+};
 static const char *const names[] = { "barrier", "bcast", "reduce", "allreduce", "allgather",
-    "gather", "scatter", "alltoall"
+    "gather", "scatter", "alltoall", "allgatherv", "gatherv", "scatterv", "alltoallv",
+    "reduce_scatter_block"
 };
 
 static int rank, nranks, quick, iters_opt;
@@ -79,12 +89,14 @@ static enum coll coll = BCAST;
 static long sizes[MAX_SIZES];
 static int nsizes;
 static char *sbuf, *rbuf;
+static int *counts, *displs;    /* the v-variants': SIZE bytes per rank, in rank order */
 
 static void usage(void)
 {
     if (rank == 0)
         fprintf(stderr, "usage: coll_bench [-c barrier|bcast|reduce|allreduce|allgather|gather"
-                "|scatter|alltoall] [-s MIN] [-S MAX] [-l SIZE,SIZE,...] [-i ITERS] [-q]\n"
+                "|scatter|alltoall|allgatherv|gatherv|scatterv|alltoallv|reduce_scatter_block]"
+                " [-s MIN] [-S MAX] [-l SIZE,SIZE,...] [-i ITERS] [-q]\n"
                 "  -s, -S: powers of two; sizes of reductions: multiples of 8 bytes\n");
 }
 
@@ -95,7 +107,19 @@ static int is_pow2(long n)
 
 static int reduction(void)
 {
-    return coll == REDUCE || coll == ALLREDUCE;
+    return coll == REDUCE || coll == ALLREDUCE || coll == REDUCE_SCATTER_BLOCK;
+}
+
+/* The collective whose data layout a v-variant shares (uniform counts, rank order). */
+static enum coll layout(void)
+{
+    switch (coll) {
+    case ALLGATHERV: return ALLGATHER;
+    case GATHERV: return GATHER;
+    case SCATTERV: return SCATTER;
+    case ALLTOALLV: return ALLTOALL;
+    default: return coll;
+    }
 }
 
 /* "8,65536,1048576" into sizes[]; 0 if it makes no sense. */
@@ -128,9 +152,9 @@ static int parse(int argc, char **argv)
     while ((c = getopt(argc, argv, "c:s:S:l:i:q")) != -1) {
         switch (c) {
         case 'c':
-            for (k = 0; k <= ALLTOALL && strcmp(optarg, names[k]); k++)
+            for (k = 0; k < NCOLLS && strcmp(optarg, names[k]); k++)
                 ;
-            if (k > ALLTOALL)
+            if (k == NCOLLS)
                 return 0;
             coll = (enum coll) k;
             break;
@@ -168,13 +192,18 @@ static int parse(int argc, char **argv)
 /* Bytes of the send and the receive buffer for a size. */
 static size_t send_bytes(long size)
 {
-    return coll == SCATTER || coll == ALLTOALL ? (size_t) nranks * size : (size_t) size;
+    enum coll c = layout();
+
+    return c == SCATTER || c == ALLTOALL || c == REDUCE_SCATTER_BLOCK ?
+        (size_t) nranks * size : (size_t) size;
 }
 
 static size_t recv_bytes(long size)
 {
-    return coll == ALLGATHER || coll == GATHER || coll == ALLTOALL ?
-        (size_t) nranks * size : coll == BCAST ? 0 : (size_t) size;
+    enum coll c = layout();
+
+    return c == ALLGATHER || c == GATHER || c == ALLTOALL ?
+        (size_t) nranks * size : c == BCAST ? 0 : (size_t) size;
 }
 
 /* The byte at offset I of the block that rank FROM sends (for alltoall, FROM is
@@ -199,17 +228,22 @@ static double expected_sum(long k, long seed)
 static void fill(long size)
 {
     long seed = size % 1000003;
+    enum coll c = layout();
 
-    if (coll == REDUCE || coll == ALLREDUCE) {
+    for (int j = 0; j < nranks; j++) {
+        counts[j] = (int) size;
+        displs[j] = (int) (j * size);
+    }
+    if (reduction()) {
         double *d = (double *) sbuf;
-        for (long k = 0; k < size / 8; k++)
+        for (long k = 0; k < (long) send_bytes(size) / 8; k++)
             d[k] = addend(k, rank, seed);
-    } else if (coll == ALLTOALL || coll == SCATTER) {
+    } else if (c == ALLTOALL || c == SCATTER) {
         for (int j = 0; j < nranks; j++)
             for (long i = 0; i < size; i++)
-                sbuf[(size_t) j * size + i] = (char) pattern(i, coll == ALLTOALL ?
+                sbuf[(size_t) j * size + i] = (char) pattern(i, c == ALLTOALL ?
                                                              (long) rank * nranks + j : j, seed);
-    } else if (coll != BARRIER) {
+    } else if (c != BARRIER) {
         for (long i = 0; i < size; i++)
             sbuf[i] = (char) pattern(i, rank, seed);
     }
@@ -244,6 +278,24 @@ static void one(long size)
         break;
     case ALLTOALL:
         MPI_Alltoall(sbuf, n, MPI_BYTE, rbuf, n, MPI_BYTE, MPI_COMM_WORLD);
+        break;
+    case ALLGATHERV:
+        MPI_Allgatherv(sbuf, n, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+        break;
+    case GATHERV:
+        MPI_Gatherv(sbuf, n, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
+        break;
+    case SCATTERV:
+        MPI_Scatterv(sbuf, counts, displs, MPI_BYTE, rbuf, n, MPI_BYTE, 0, MPI_COMM_WORLD);
+        break;
+    case ALLTOALLV:
+        MPI_Alltoallv(sbuf, counts, displs, MPI_BYTE, rbuf, counts, displs, MPI_BYTE,
+                      MPI_COMM_WORLD);
+        break;
+    case REDUCE_SCATTER_BLOCK:
+        MPI_Reduce_scatter_block(sbuf, rbuf, n / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    case NCOLLS:
         break;
     }
 }
@@ -358,6 +410,7 @@ static int verified(long size)
 {
     long seed = size % 1000003;
     size_t rb = recv_bytes(size);
+    enum coll c = layout();
 
     if (coll == BARRIER) {
         one(size);
@@ -367,7 +420,7 @@ static int verified(long size)
         memset(sbuf, 0xa5, (size_t) size);
     memset(rbuf, 0xff, rb);     /* as doubles: NaN, equal to nothing */
     one(size);
-    switch (coll) {
+    switch (c) {
     case BCAST:
         for (long i = 0; i < size; i++)
             if ((unsigned char) sbuf[i] != pattern(i, 0, seed))
@@ -384,15 +437,22 @@ static int verified(long size)
                                " not %g\n", rank, names[coll], size, k, ((double *) rbuf)[k],
                                expected_sum(k, seed)), 0;
         return 1;
+    case REDUCE_SCATTER_BLOCK:
+        for (long k = 0; k < size / 8; k++)
+            if (((double *) rbuf)[k] != expected_sum(rank * (size / 8) + k, seed))
+                return fprintf(stderr, "coll_bench: rank %d: %s size %ld: element %ld is %g,"
+                               " not %g\n", rank, names[coll], size, k, ((double *) rbuf)[k],
+                               expected_sum(rank * (size / 8) + k, seed)), 0;
+        return 1;
     case ALLGATHER:
     case GATHER:
     case ALLTOALL:
-        if (coll == GATHER && rank != 0)
+        if (c == GATHER && rank != 0)
             return 1;
         for (int j = 0; j < nranks; j++)
             for (long i = 0; i < size; i++)
                 if ((unsigned char) rbuf[(size_t) j * size + i] !=
-                    pattern(i, coll == ALLTOALL ? (long) j * nranks + rank : j, seed))
+                    pattern(i, c == ALLTOALL ? (long) j * nranks + rank : j, seed))
                     return fprintf(stderr, "coll_bench: rank %d: %s size %ld: byte %ld of "
                                    "the block of rank %d is wrong\n", rank, names[coll],
                                    size, i, j), 0;
@@ -493,7 +553,10 @@ int main(int argc, char **argv)
         max_size = sizes[k] > max_size ? sizes[k] : max_size;
     sb = (send_bytes(max_size) + PAGE - 1) / PAGE * PAGE;
     rb = (recv_bytes(max_size) + PAGE - 1) / PAGE * PAGE;
-    if (posix_memalign((void **) &sbuf, PAGE, sb ? sb : PAGE) ||
+    counts = malloc(nranks * sizeof(int));
+    displs = malloc(nranks * sizeof(int));
+    if (counts == NULL || displs == NULL ||
+        posix_memalign((void **) &sbuf, PAGE, sb ? sb : PAGE) ||
         posix_memalign((void **) &rbuf, PAGE, rb ? rb : PAGE)) {
         fprintf(stderr, "coll_bench: rank %d: out of memory\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -507,6 +570,8 @@ int main(int argc, char **argv)
     pv_print();
     free(sbuf);
     free(rbuf);
+    free(counts);
+    free(displs);
     MPI_Finalize();
     return ok ? 0 : 1;
 }

@@ -25,7 +25,9 @@ from benchlib import machine, human, med, ratio  # noqa: E402
 MACHINE = "unknown processor"  # the raw file's, set by main
 
 COLLS = ("barrier", "bcast", "reduce", "allreduce", "allgather", "gather", "scatter",
-         "alltoall")
+         "alltoall", "allgatherv", "gatherv", "scatterv", "alltoallv", "reduce_scatter_block")
+BLOCKED = ("allgather", "gather", "scatter", "alltoall", "allgatherv", "gatherv", "scatterv",
+           "alltoallv")
 ORDER = ("smheap", "nemesis", "openmpi")
 COLOR = {"smheap": "#d62728", "nemesis": "#1f77b4", "openmpi": "#2ca02c"}
 WHAT = {"barrier": "MPI_Barrier",
@@ -35,7 +37,13 @@ WHAT = {"barrier": "MPI_Barrier",
         "allgather": "MPI_Allgather, size = block per rank",
         "gather": "MPI_Gather to root 0, size = block per rank",
         "scatter": "MPI_Scatter from root 0, size = block per rank",
-        "alltoall": "MPI_Alltoall, size = block per rank and peer"}
+        "alltoall": "MPI_Alltoall, size = block per rank and peer",
+        "allgatherv": "MPI_Allgatherv, size = every count",
+        "gatherv": "MPI_Gatherv to root 0, size = every count",
+        "scatterv": "MPI_Scatterv from root 0, size = every count",
+        "alltoallv": "MPI_Alltoallv, size = every count",
+        "reduce_scatter_block": "MPI_Reduce_scatter_block of doubles, MPI_SUM, "
+                                "size = block per rank"}
 SHORT = {"nemesis": "nem", "openmpi": "ompi"}
 CALLS = re.compile(r"# pvar: counted over (\d+) calls")
 
@@ -138,8 +146,7 @@ def write_plot(vals, mpis, coll, cpus, outdir, gp):
         gp.append("set xrange [%g:%g]" % (sizes[0] / 1.5, sizes[-1] * 1.5))
         gp.append("set xtics (%s)" % ", ".join('"%s" %d' % (human(s), s) for s in sizes))
         gp.append('set xlabel "bytes per rank%s"'
-                  % (" (block per rank)" if coll in ("allgather", "gather", "scatter",
-                                                     "alltoall") else ""))
+                  % (" (block per rank)" if coll in BLOCKED else ""))
     with open(os.path.join(outdir, dat), "w") as f:
         f.write("# x " + " ".join('"%s"' % c[0] for c in cols) + "\n")
         for x, row in rows:

@@ -12,9 +12,11 @@
 #                                 bound (MPICH: plain mpiexec -n N; Open MPI: --oversubscribe
 #                                 --bind-to none) and the tables say "oversubscribed"
 #   COLLS="barrier bcast reduce allreduce allgather"   (coll_bench also has gather, scatter,
-#                                 alltoall)
-#   SIZES="8 65536 1048576"       bytes per rank (per block for allgather, gather, scatter,
-#                                 alltoall; multiples of 8 for the reductions)
+#                                 alltoall, allgatherv, gatherv, scatterv, alltoallv,
+#                                 reduce_scatter_block)
+#   SIZES="8 65536 1048576"       bytes per rank (per block for the gathers, scatters,
+#                                 alltoalls and reduce_scatter_block; multiples of 8 for
+#                                 the reductions)
 #   MPIS="smheap nemesis openmpi" which to run (smheap is required when listed)
 #   VADER_COPY=none|cma|emulated  Open MPI's single-copy mechanism (default cma)
 # Output in build/results/bench/: coll.txt (tables), coll-raw.txt (every measurement),
