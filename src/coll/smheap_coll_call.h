@@ -248,32 +248,55 @@ static inline MPI_Aint size_of(MPI_Datatype dt)
 
 
 /* Scatterv and Alltoallv: only the sender knows where each reader's block lies, so it
- * offers a table of packed offsets, one per rank, followed by its data; a block is the
- * reader's receive count of packed bytes from its offset. */
+ * offers a table of their addresses, one per rank; a block is the reader's receive count of
+ * packed bytes from there.  Blocks of a contiguous type in the heap are read where they
+ * are; otherwise (or with `stage`: the sender will overwrite them while peers read) all
+ * are packed after the table. */
+static inline int blocks_readable(const void *buf, const MPI_Aint * counts,
+                                  const MPI_Aint * displs, MPI_Datatype dt, int n)
+{
+    MPI_Aint ext = extent_of(dt);
+
+    for (int r = 0; r < n; r++) {
+        view_t v = view_of((const char *) buf + displs[r] * ext, counts[r], dt);
+
+        if (counts[r] > 0 && (!v.contig || !in_heap((char *) v.buf + v.lb, v.bytes)))
+            return 0;
+    }
+    return 1;
+}
+
 static inline int offer_blocks(smheap_coll_comm_t * cc, const void *sendbuf,
                                const MPI_Aint * counts, const MPI_Aint * displs,
-                               MPI_Datatype dt, int n, const void **out)
+                               MPI_Datatype dt, int n, int stage, const void **out)
 {
     int mpi_errno = MPI_SUCCESS;
     MPI_Aint ext = extent_of(dt), size = size_of(dt), total = 0, actual;
-    MPI_Aint table = MPL_ROUND_UP_ALIGN(n * sizeof(MPI_Aint), SMHEAP_CACHELINE);
-    MPI_Aint *offsets;
+    MPI_Aint table = MPL_ROUND_UP_ALIGN(n * sizeof(const char *), SMHEAP_CACHELINE);
+    int direct = !stage && blocks_readable(sendbuf, counts, displs, dt, n);
+    const char **where;
     char *data;
 
-    for (int r = 0; r < n; r++)
+    for (int r = 0; r < n && !direct; r++)
         total += counts[r] * size;
     if (MPIDI_CH3I_Smheap_coll_scratch(cc, table + total) == NULL)
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_NO_MEM, "**smheap_init", "**smheap_init %s",
                              "the shared heap is full");
-    offsets = cc->scratch;
+    where = cc->scratch;
     data = (char *) cc->scratch + table;
     total = 0;
     for (int r = 0; r < n && mpi_errno == MPI_SUCCESS; r++) {
-        offsets[r] = table + total;
+        view_t v = view_of((const char *) sendbuf + displs[r] * ext, counts[r], dt);
+
+        if (direct) {
+            where[r] = (const char *) v.buf + v.lb;
+            continue;
+        }
+        where[r] = data + total;
         if (counts[r] > 0)
-            mpi_errno = MPIR_Typerep_pack((const char *) sendbuf + displs[r] * ext, counts[r],
-                                          dt, 0, data + total, counts[r] * size, &actual);
-        total += counts[r] * size;
+            mpi_errno = MPIR_Typerep_pack(v.buf, counts[r], dt, 0, data + total, v.bytes,
+                                          &actual);
+        total += v.bytes;
     }
     *out = cc->scratch;
 
@@ -285,7 +308,7 @@ static inline int offer_blocks(smheap_coll_comm_t * cc, const void *sendbuf,
 
 static inline const void *block_for(const void *offered, int reader)
 {
-    return (const char *) offered + ((const MPI_Aint *) offered)[reader];
+    return ((const char *const *) offered)[reader];
 }
 
 

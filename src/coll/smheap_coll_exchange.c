@@ -193,8 +193,8 @@ static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     /* in place, the blocks are recvbuf's, laid out by the receive arguments; packing them
      * first leaves recvbuf free to be overwritten */
-    mpi_errno = in_place ? offer_blocks(cc, recvbuf, recvcounts, rdispls, recvtype, n, &src) :
-        offer_blocks(cc, sendbuf, sendcounts, sdispls, sendtype, n, &src);
+    mpi_errno = in_place ? offer_blocks(cc, recvbuf, recvcounts, rdispls, recvtype, n, 1, &src) :
+        offer_blocks(cc, sendbuf, sendcounts, sdispls, sendtype, n, 0, &src);
     MPIR_ERR_CHECK(mpi_errno);
     offered = next_step(cc);
     copied = next_step(cc);

@@ -355,7 +355,7 @@ static int scatterv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_
     offered = next_step(cc);
     copied = next_step(cc);
     if (me == root) {
-        mpi_errno = offer_blocks(cc, sendbuf, sendcounts, displs, sendtype, n, &src);
+        mpi_errno = offer_blocks(cc, sendbuf, sendcounts, displs, sendtype, n, 0, &src);
         MPIR_ERR_CHECK(mpi_errno);
         offer(cc, me, src, NULL, offered);
         if (recvbuf != MPI_IN_PLACE && recvcount > 0)
