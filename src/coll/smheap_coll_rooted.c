@@ -291,6 +291,8 @@ static int scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
     goto fn_exit;
 }
 
+/* As gather: a block that fits in a cell goes there and its writer returns at once (the
+ * root expects it there by the count it has for that rank, which must match). */
 static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                    void *recvbuf, const MPI_Aint * recvcounts, const MPI_Aint * displs,
                    MPI_Datatype recvtype, int root, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
@@ -308,36 +310,90 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     offered = next_step(cc);
     copied = next_step(cc);
-    if (sendbuf != MPI_IN_PLACE) {
+    if (me != root && fits_inline(in.bytes)) {
+        smheap_coll_cell_t *c;
+
+        mpi_errno = write_cell(cc, me, in, MPIR_ERR_NONE, &c);
+        MPIR_ERR_CHECK(mpi_errno);
+        reach(cc, me, copied);
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
+    } else if (me != root) {
         NEED_SCRATCH(cc, in.bytes);
         mpi_errno = readable(cc, in, 0, 0, &src);
         MPIR_ERR_CHECK(mpi_errno);
         offer(cc, me, src, NULL, offered);
+        WAIT(cc, root, copied);
     } else {
-        reach(cc, me, offered);
-    }
-
-    if (me == root) {
         MPI_Aint rext = extent_of(recvtype), rsize = size_of(recvtype);
+
+        reach(cc, me, offered);
         for (int r = 0; r < n && mpi_errno == MPI_SUCCESS; r++) {
+            view_t rv = view_of((char *) recvbuf + displs[r] * rext, recvcounts[r], recvtype);
+            const smheap_coll_cell_t *c = NULL;
+
             if ((r == me && sendbuf == MPI_IN_PLACE) || recvcounts[r] == 0)
                 continue;
-            WAIT(cc, r, offered);
-            mpi_errno = unpack_into(view_of((char *) recvbuf + displs[r] * rext, recvcounts[r],
-                                            recvtype), slot(cc, r)->src,
-                                    recvcounts[r] * rsize, 0);
+            if (r == me) {
+                NEED_SCRATCH(cc, in.bytes);
+                mpi_errno = readable(cc, in, 0, 0, &src);
+                if (mpi_errno == MPI_SUCCESS)
+                    mpi_errno = unpack_into(rv, src, recvcounts[r] * rsize, 0);
+                continue;
+            }
+            CHECK_WAIT(wait_offer_as(cc, r, 0, offered, fits_inline(rv.bytes), &c));
+            if (c != NULL && c->bytes != rv.bytes)
+                MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
+                                     "**collective_size_mismatch %d %d", (int) c->bytes,
+                                     (int) rv.bytes);
+            mpi_errno = unpack_into(rv, c ? c->data : slot(cc, r)->src, rv.bytes, 0);
         }
+        MPIR_ERR_CHECK(mpi_errno);      /* senders still waiting learn of it (leave_failed) */
         reach(cc, me, copied);
-    } else {
-        WAIT(cc, root, copied);
     }
-    MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
     return mpi_errno;
   fn_fail:
     leave_failed(cc, comm->rank, errflag);
     goto fn_exit;
+}
+
+/* Scatterv's blocks in the root's cell when they fit with a table of where each starts
+ * (n + 1 offsets, the last the end): the root returns at once, each reader takes its block
+ * from there.  Returns FALSE, having done nothing, when they do not fit. */
+static int scatterv_inline(smheap_coll_comm_t * cc, int me, const void *sendbuf,
+                           const MPI_Aint * sendcounts, const MPI_Aint * displs,
+                           MPI_Datatype sendtype, view_t rv, uint64_t copied, int *mpi_errno)
+{
+    int n = cc->size;
+    MPI_Aint ext = extent_of(sendtype), size = size_of(sendtype), actual;
+    MPI_Aint table = (n + 1) * (MPI_Aint) sizeof(MPI_Aint), total = table;
+    smheap_coll_cell_t *c;
+    MPI_Aint *offsets;
+
+    for (int r = 0; r < n; r++)
+        total += sendcounts[r] * size;
+    if (!fits_inline(total))
+        return FALSE;
+    *mpi_errno = claim_cell(cc, me, &c);
+    if (*mpi_errno != MPI_SUCCESS)
+        return TRUE;
+    offsets = (MPI_Aint *) c->data;
+    offsets[0] = table;
+    for (int r = 0; r < n && *mpi_errno == MPI_SUCCESS; r++) {
+        offsets[r + 1] = offsets[r] + sendcounts[r] * size;
+        if (sendcounts[r] > 0)
+            *mpi_errno = MPIR_Typerep_pack((const char *) sendbuf + displs[r] * ext,
+                                           sendcounts[r], sendtype, 0, c->data + offsets[r],
+                                           sendcounts[r] * size, &actual);
+    }
+    if (*mpi_errno == MPI_SUCCESS)
+        publish_cell(cc, c, total, MPIR_ERR_NONE);
+    if (*mpi_errno == MPI_SUCCESS && rv.buf != NULL)
+        *mpi_errno = unpack_into(rv, c->data + offsets[me], rv.bytes, 0);
+    reach(cc, me, copied);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
+    return TRUE;
 }
 
 static int scatterv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_Aint * displs,
@@ -348,27 +404,44 @@ static int scatterv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_
     smheap_coll_comm_t *cc;
     uint64_t offered, copied;
     const void *src;
+    view_t rv = { 0 };
 
     READY_OR_FALL_BACK(comm, cc, Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
                                           recvcount, recvtype, root, comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     offered = next_step(cc);
     copied = next_step(cc);
+    if (recvbuf != MPI_IN_PLACE)        /* (only the root may pass it) */
+        rv = view_of(recvbuf, recvcount, recvtype);
     if (me == root) {
+        if (scatterv_inline(cc, me, sendbuf, sendcounts, displs, sendtype, rv, copied,
+                            &mpi_errno)) {
+            MPIR_ERR_CHECK(mpi_errno);
+            goto fn_exit;
+        }
         mpi_errno = offer_blocks(cc, sendbuf, sendcounts, displs, sendtype, n, 0, &src);
         MPIR_ERR_CHECK(mpi_errno);
         offer(cc, me, src, NULL, offered);
-        if (recvbuf != MPI_IN_PLACE && recvcount > 0)
-            mpi_errno = unpack_into(view_of(recvbuf, recvcount, recvtype), block_for(src, me),
-                                    recvcount * size_of(recvtype), 0);
+        if (rv.buf != NULL && recvcount > 0)
+            mpi_errno = unpack_into(rv, block_for(src, me), rv.bytes, 0);
         reach(cc, me, copied);
         WAIT_ALL(cc, n, copied);
     } else {
-        WAIT(cc, root, offered);
-        if (recvcount > 0)
-            mpi_errno = unpack_into(view_of(recvbuf, recvcount, recvtype),
-                                    block_for(slot(cc, root)->src, me),
-                                    recvcount * size_of(recvtype), 0);
+        const smheap_coll_cell_t *c;
+
+        CHECK_WAIT(wait_offer(cc, root, offered, &c));
+        if (c != NULL) {
+            const MPI_Aint *offsets = (const MPI_Aint *) c->data;
+
+            if (offsets[me + 1] - offsets[me] != rv.bytes)
+                MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
+                              "**collective_size_mismatch %d %d",
+                              (int) (offsets[me + 1] - offsets[me]), (int) rv.bytes);
+            else
+                mpi_errno = unpack_into(rv, c->data + offsets[me], rv.bytes, 0);
+        } else if (recvcount > 0) {
+            mpi_errno = unpack_into(rv, block_for(slot(cc, root)->src, me), rv.bytes, 0);
+        }
         reach(cc, me, copied);
     }
     MPIR_ERR_CHECK(mpi_errno);

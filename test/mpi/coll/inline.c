@@ -1,5 +1,5 @@
 /* Small collectives whose data travel inline in the control block (Bcast, Reduce, Allreduce,
- * Allgather, Gather, Scatter of at most a cell's data): a writer returns without waiting for its readers, so
+ * Allgather, Gather(v), Scatter(v) of at most a cell's data): a writer returns without waiting for its readers, so
  *  - a root broadcasts many times in a row while its readers sleep (three times as many
  *    calls as a rank has cells: it must wait before it writes a cell again), then each
  *    reader finds every value in order;
@@ -9,6 +9,8 @@
  *    MPI_IN_PLACE; an Allgather of a strided type;
  *  - Gather and Scatter run ahead the same way (senders of a Gather while its root sleeps),
  *    then change roots, with MPI_IN_PLACE at the root;
+ *  - Gatherv and Scatterv likewise, with counts that differ by rank and blocks in reverse
+ *    order;
  *  - ranks that pass different amounts of data, one of them small enough for a cell and the
  *    other not, all get an error (no hang), and the communicator works afterwards.
  * The MPI_T counter smheap_coll_inline shows which calls went inline (none with
@@ -230,6 +232,62 @@ static void mismatches(MPI_Comm comm)
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
 }
 
+/* Gatherv while the root sleeps, then Scatterv while the readers sleep: rank r's block is
+ * 1 + r % 2 ints, the blocks laid out from the end of the buffer back. */
+static void rooted_v(MPI_Comm comm)
+{
+    int n = 3 * CELLS, total = 0, *counts = malloc(sizeof(int) * size);
+    int *displs = malloc(sizeof(int) * size), *all, mine[2];
+    unsigned long long before;
+
+    for (int r = 0; r < size; r++)
+        total += counts[r] = 1 + r % 2;
+    for (int r = 0, end = total; r < size; r++)
+        displs[r] = end -= counts[r];
+    all = malloc(sizeof(int) * total * n);
+
+    before = inline_calls();
+    if (rank == 0)
+        usleep(50000);
+    for (int i = 0; i < n; i++) {
+        mine[0] = rank * 1000 + i;
+        mine[1] = -rank;
+        MPI_Gatherv(mine, counts[rank], MPI_INT, all + total * i, counts, displs, MPI_INT, 0,
+                    comm);
+    }
+    for (int i = 0; i < n && rank == 0; i++)
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < counts[r]; k++)
+                if (all[total * i + displs[r] + k] != (k == 0 ? r * 1000 + i : -r)) {
+                    FAIL("run ahead: Gatherv %d gave rank %d's int %d as %d", i, r, k,
+                         all[total * i + displs[r] + k]);
+                    i = n;
+                    r = size;
+                    break;
+                }
+    if (coll_on && rank != 0 && inline_calls() - before < (unsigned long long) n)
+        FAIL("only %llu of %d Gatherv blocks went inline", inline_calls() - before, n);
+
+    before = inline_calls();
+    if (rank != 0)
+        usleep(50000);
+    for (int i = 0; i < n; i++) {
+        for (int r = 0; r < size && rank == 0; r++)
+            for (int k = 0; k < counts[r]; k++)
+                all[displs[r] + k] = r * 1000 + i + k;
+        mine[0] = mine[1] = -1;
+        MPI_Scatterv(all, counts, displs, MPI_INT, mine, counts[rank], MPI_INT, 0, comm);
+        for (int k = 0; k < counts[rank]; k++)
+            if (mine[k] != rank * 1000 + i + k)
+                FAIL("run ahead: Scatterv %d gave int %d as %d", i, k, mine[k]);
+    }
+    if (coll_on && rank == 0 && inline_calls() - before < (unsigned long long) n)
+        FAIL("only %llu of %d Scatterv calls went inline", inline_calls() - before, n);
+    free(all);
+    free(counts);
+    free(displs);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -278,6 +336,7 @@ int main(int argc, char **argv)
     reductions(dup, mat4, mmul);
     gathers(dup, every_other);
     rooted(dup);
+    rooted_v(dup);
     if (coll_on && inline_calls() - after_big < 3 * CELLS + 4 * CELLS)
         FAIL("only %llu calls went inline", inline_calls() - after_big);
     mismatches(dup);
