@@ -157,8 +157,36 @@ static int gather_blocks(smheap_coll_comm_t * cc, int me, view_t in, int in_plac
     goto fn_exit;
 }
 
-/* A block that fits in a cell goes there, and its writer returns at once; a bigger one is
- * offered in place or staged, and its writer waits until the root has copied it. */
+/* A Gather(v) sender's part: a block that fits in a cell goes there, and the sender returns
+ * at once; a bigger one is offered in place or staged, and the sender waits until the root
+ * has copied it. */
+static int gather_send(smheap_coll_comm_t * cc, int me, int root, view_t in, uint64_t offered,
+                       uint64_t copied)
+{
+    int mpi_errno = MPI_SUCCESS;
+    const void *src;
+
+    if (fits_inline(in.bytes)) {
+        smheap_coll_cell_t *c;
+
+        mpi_errno = write_cell(cc, me, in, MPIR_ERR_NONE, &c);
+        MPIR_ERR_CHECK(mpi_errno);
+        reach(cc, me, copied);
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
+        goto fn_exit;
+    }
+    NEED_SCRATCH(cc, in.bytes);
+    mpi_errno = readable(cc, in, 0, 0, &src);
+    MPIR_ERR_CHECK(mpi_errno);
+    offer(cc, me, src, NULL, offered);
+    WAIT(cc, root, copied);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                   void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype, int root,
                   MPIR_Comm * comm, MPIR_Errflag_t * errflag)
@@ -167,7 +195,6 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
     smheap_coll_comm_t *cc;
     view_t in = { 0 };
     uint64_t offered, copied;
-    const void *src;
 
     if (sendbuf != MPI_IN_PLACE)        /* (the root's send arguments are then ignored) */
         in = view_of(sendbuf, sendcount, sendtype);
@@ -177,19 +204,9 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
     offered = next_step(cc);
     copied = next_step(cc);
 
-    if (me != root && fits_inline(in.bytes)) {
-        smheap_coll_cell_t *c;
-
-        mpi_errno = write_cell(cc, me, in, MPIR_ERR_NONE, &c);
+    if (me != root) {
+        mpi_errno = gather_send(cc, me, root, in, offered, copied);
         MPIR_ERR_CHECK(mpi_errno);
-        reach(cc, me, copied);
-        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
-    } else if (me != root) {
-        NEED_SCRATCH(cc, in.bytes);
-        mpi_errno = readable(cc, in, 0, 0, &src);
-        MPIR_ERR_CHECK(mpi_errno);
-        offer(cc, me, src, NULL, offered);
-        WAIT(cc, root, copied);
     } else {
         view_t rv = view_of(recvbuf, recvcount * n, recvtype);
         MPI_Aint block = rv.bytes / n;
@@ -310,19 +327,9 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     offered = next_step(cc);
     copied = next_step(cc);
-    if (me != root && fits_inline(in.bytes)) {
-        smheap_coll_cell_t *c;
-
-        mpi_errno = write_cell(cc, me, in, MPIR_ERR_NONE, &c);
+    if (me != root) {
+        mpi_errno = gather_send(cc, me, root, in, offered, copied);
         MPIR_ERR_CHECK(mpi_errno);
-        reach(cc, me, copied);
-        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
-    } else if (me != root) {
-        NEED_SCRATCH(cc, in.bytes);
-        mpi_errno = readable(cc, in, 0, 0, &src);
-        MPIR_ERR_CHECK(mpi_errno);
-        offer(cc, me, src, NULL, offered);
-        WAIT(cc, root, copied);
     } else {
         MPI_Aint rext = extent_of(recvtype), rsize = size_of(recvtype);
 
