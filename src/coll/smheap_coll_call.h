@@ -177,25 +177,30 @@ static inline void leave_failed(smheap_coll_comm_t * cc, int me, MPIR_Errflag_t 
 #define WAIT(cc_, rank_, step_) CHECK_WAIT(wait_for(cc_, rank_, step_))
 #define WAIT_ALL(cc_, size_, step_) CHECK_WAIT(wait_all(cc_, size_, step_))
 
+/* Write v's data at dst as packed bytes (a plain copy when v is contiguous: the type
+ * engine's call costs more than the copy of a small block). */
+static inline int pack_view(view_t v, void *dst)
+{
+    MPI_Aint actual;
+
+    if (v.contig) {
+        smheap_copy(dst, (const char *) v.buf + v.lb, v.bytes);
+        return MPI_SUCCESS;
+    }
+    return MPIR_Typerep_pack(v.buf, v.count, v.dt, 0, dst, v.bytes, &actual);
+}
+
 /* Where peers can read v's data as packed bytes: in place, or packed into the staging
  * buffer at `at` (which the caller sized).  `stage` forces the copy (the rank will
  * overwrite the data while peers read it). */
 static inline int readable(smheap_coll_comm_t * cc, view_t v, int stage, size_t at, const void **out)
 {
-    MPI_Aint actual;
-    char *s;
-
     if (v.contig && !stage && in_heap((char *) v.buf + v.lb, v.bytes)) {
         *out = (char *) v.buf + v.lb;
         return MPI_SUCCESS;
     }
-    s = (char *) cc->scratch + at;
-    *out = s;
-    if (v.contig)
-        smheap_copy(s, (char *) v.buf + v.lb, v.bytes);
-    else
-        return MPIR_Typerep_pack(v.buf, v.count, v.dt, 0, s, v.bytes, &actual);
-    return MPI_SUCCESS;
+    *out = (char *) cc->scratch + at;
+    return pack_view(v, (char *) cc->scratch + at);
 }
 
 /* Copy `bytes` packed bytes from src into (buf, count, dt), starting at byte `offset` of
@@ -271,7 +276,7 @@ static inline int offer_blocks(smheap_coll_comm_t * cc, const void *sendbuf,
                                MPI_Datatype dt, int n, int stage, const void **out)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPI_Aint ext = extent_of(dt), size = size_of(dt), total = 0, actual;
+    MPI_Aint ext = extent_of(dt), size = size_of(dt), total = 0;
     MPI_Aint table = MPL_ROUND_UP_ALIGN(n * sizeof(const char *), SMHEAP_CACHELINE);
     int direct = !stage && blocks_readable(sendbuf, counts, displs, dt, n);
     const char **where;
@@ -294,8 +299,7 @@ static inline int offer_blocks(smheap_coll_comm_t * cc, const void *sendbuf,
         }
         where[r] = data + total;
         if (counts[r] > 0)
-            mpi_errno = MPIR_Typerep_pack(v.buf, counts[r], dt, 0, data + total, v.bytes,
-                                          &actual);
+            mpi_errno = pack_view(v, data + total);
         total += v.bytes;
     }
     *out = cc->scratch;
@@ -397,13 +401,7 @@ static inline int claim_cell(smheap_coll_comm_t * cc, int me, smheap_coll_cell_t
 /* Write v's data into the cell (v.bytes fits). */
 static inline int fill_cell(smheap_coll_cell_t * c, view_t v)
 {
-    MPI_Aint actual;
-
-    if (v.contig) {
-        memcpy(c->data, (const char *) v.buf + v.lb, v.bytes);
-        return MPI_SUCCESS;
-    }
-    return MPIR_Typerep_pack(v.buf, v.count, v.dt, 0, c->data, v.bytes, &actual);
+    return pack_view(v, c->data);
 }
 
 /* Tell those who wait for this rank that it has moved: every sleeper of the communicator,
@@ -419,17 +417,28 @@ static inline void wake_readers(smheap_coll_comm_t * cc)
     }
 }
 
-static inline void publish_cell(smheap_coll_comm_t * cc, smheap_coll_cell_t * c, MPI_Aint bytes,
-                                int carried)
+/* Make the cell's data visible to its readers without waking them: for a writer whose next
+ * store is its last step of the call (reach), so that one wake-up serves both.  A wake-up's
+ * fence waits until the stores before it have left for the readers' caches; a writer that
+ * returns at once gets to copy its own block meanwhile instead of waiting twice. */
+static inline void store_cell(smheap_coll_comm_t * cc, smheap_coll_cell_t * c, MPI_Aint bytes,
+                              int carried)
 {
     c->bytes = (uint32_t) bytes;
     c->carried = (int16_t) carried;
     atomic_store_explicit(&c->call, cc->call_first, memory_order_release);
     count_lines(0, cell_lines(bytes));
+}
+
+static inline void publish_cell(smheap_coll_comm_t * cc, smheap_coll_cell_t * c, MPI_Aint bytes,
+                                int carried)
+{
+    store_cell(cc, c, bytes, carried);
     wake_readers(cc);
 }
 
-/* Claim this rank's cell of this call's `phase`, write v's data there and publish it. */
+/* Claim this rank's cell of this call's `phase` and write v's data there (store_cell: the
+ * caller wakes the readers, by reach() or wake_readers(), before it waits or returns). */
 static inline int write_cell_at(smheap_coll_comm_t * cc, int me, int phase, view_t v,
                                 int carried, smheap_coll_cell_t ** out)
 {
@@ -438,7 +447,7 @@ static inline int write_cell_at(smheap_coll_comm_t * cc, int me, int phase, view
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = fill_cell(*out, v);
     if (mpi_errno == MPI_SUCCESS)
-        publish_cell(cc, *out, v.bytes, carried);
+        store_cell(cc, *out, v.bytes, carried);
     return mpi_errno;
 }
 

@@ -16,6 +16,7 @@ static int allgather_inline(smheap_coll_comm_t * cc, int me, view_t in, view_t r
 
     mpi_errno = write_cell(cc, me, in, MPIR_ERR_NONE, &mine);       /* in.bytes == block */
     MPIR_ERR_CHECK(mpi_errno);
+    wake_readers(cc);
     for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {
         int r = (me + i) % n;
         if (r == me && in_place)

@@ -373,7 +373,7 @@ static int scatterv_inline(smheap_coll_comm_t * cc, int me, const void *sendbuf,
                            MPI_Datatype sendtype, view_t rv, uint64_t copied, int *mpi_errno)
 {
     int n = cc->size;
-    MPI_Aint ext = extent_of(sendtype), size = size_of(sendtype), actual;
+    MPI_Aint ext = extent_of(sendtype), size = size_of(sendtype);
     MPI_Aint table = (n + 1) * (MPI_Aint) sizeof(MPI_Aint), total = table;
     smheap_coll_cell_t *c;
     MPI_Aint *offsets;
@@ -390,12 +390,11 @@ static int scatterv_inline(smheap_coll_comm_t * cc, int me, const void *sendbuf,
     for (int r = 0; r < n && *mpi_errno == MPI_SUCCESS; r++) {
         offsets[r + 1] = offsets[r] + sendcounts[r] * size;
         if (sendcounts[r] > 0)
-            *mpi_errno = MPIR_Typerep_pack((const char *) sendbuf + displs[r] * ext,
-                                           sendcounts[r], sendtype, 0, c->data + offsets[r],
-                                           sendcounts[r] * size, &actual);
+            *mpi_errno = pack_view(view_of((const char *) sendbuf + displs[r] * ext,
+                                           sendcounts[r], sendtype), c->data + offsets[r]);
     }
     if (*mpi_errno == MPI_SUCCESS)
-        publish_cell(cc, c, total, MPIR_ERR_NONE);
+        store_cell(cc, c, total, MPIR_ERR_NONE);
     if (*mpi_errno == MPI_SUCCESS && rv.buf != NULL)
         *mpi_errno = unpack_into(rv, c->data + offsets[me], rv.bytes, 0);
     reach(cc, me, copied);

@@ -39,7 +39,7 @@ int MPIDI_CH3I_Smheap_coll_tree_barrier(smheap_coll_comm_t * cc, int me, uint64_
     goto fn_exit;
 }
 
-/* Pass a cell's data on to this rank's children. */
+/* Pass a cell's data on to this rank's children (the caller's reach() wakes them). */
 static int forward(smheap_coll_comm_t * cc, int me, int phase, const void *data, MPI_Aint bytes,
                    int carried)
 {
@@ -51,7 +51,7 @@ static int forward(smheap_coll_comm_t * cc, int me, int phase, const void *data,
     mpi_errno = claim_cell_at(cc, me, phase, &mine);
     if (mpi_errno == MPI_SUCCESS) {
         memcpy(mine->data, data, bytes);
-        publish_cell(cc, mine, bytes, carried);
+        store_cell(cc, mine, bytes, carried);
     }
     return mpi_errno;
 }
