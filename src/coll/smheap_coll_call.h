@@ -352,22 +352,26 @@ static inline int cell_has_call(smheap_coll_comm_t * cc, int rank, int phase)
         cc->call_first;
 }
 
-/* Wait until `r` is past `need`, unless this rank has seen it there already. */
-static inline int wait_past(smheap_coll_comm_t * cc, int r, uint64_t need)
+/* Wait until `r` is past `need`, unless this rank has seen it there already.  A rank that
+ * must wait waits on until `r` is past `ahead`, a step of a later call that this rank has
+ * finished: a writer that runs ahead of its readers then goes that many calls without
+ * reading their lines, instead of reading one each call once a ring ahead (and the reader
+ * meanwhile stores into a line that no one polls). */
+static inline int wait_past(smheap_coll_comm_t * cc, int r, uint64_t need, uint64_t ahead)
 {
     int mpi_errno = MPI_SUCCESS;
 
     if (cc->seen[r] >= need)
         return MPI_SUCCESS;
     /* a peer that left a call early reached that call's last point: no wait for ever */
-    mpi_errno = MPIDI_CH3I_Smheap_coll_wait(cc, r, need);
+    mpi_errno = MPIDI_CH3I_Smheap_coll_wait(cc, r, ahead);
     cc->seen[r] = atomic_load_explicit(&slot(cc, r)->step, memory_order_acquire);
     return mpi_errno;
 }
 
 /* This rank's cell of this call's `phase`, once every rank that read what this rank last
- * wrote there is done.  The wait is rare (a reader a whole ring of calls behind): the steps
- * seen are remembered, so most calls read no peer's line here.  Those readers were every
+ * wrote there is done.  The wait is rare (a reader a whole ring of calls behind, and then
+ * half a ring more): the steps seen are remembered, so most calls read no peer's line here.  Those readers were every
  * rank, or in a tree call this rank's parent and children for that call's root. */
 static inline int claim_cell_at(smheap_coll_comm_t * cc, int me, int phase,
                                 smheap_coll_cell_t ** out)
@@ -375,17 +379,19 @@ static inline int claim_cell_at(smheap_coll_comm_t * cc, int me, int phase,
     int mpi_errno = MPI_SUCCESS;
     unsigned turn = cell_turn(cc, phase);
     uint64_t need = cc->cell_read[turn];
+    uint64_t ahead = MPL_MIN(need + (uint64_t) (cc->cells / cc->cells_per_call / 2) *
+                             STEPS_PER_CALL, cc->call_first - 1);
     int readers_root = cc->cell_root[turn];
 
     if (readers_root == SMHEAP_COLL_ALL_READ) {
         for (int r = 0; r < cc->size && mpi_errno == MPI_SUCCESS; r++)
             if (r != me)
-                mpi_errno = wait_past(cc, r, need);
+                mpi_errno = wait_past(cc, r, need, ahead);
     } else {
         const int *readers;
         int n = MPIDI_CH3I_Smheap_coll_tree_neighbours(cc->tree, me, readers_root, &readers);
         for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++)
-            mpi_errno = wait_past(cc, readers[i], need);
+            mpi_errno = wait_past(cc, readers[i], need, ahead);
     }
     cc->cell_read[turn] = cc->call_first + 1;
     cc->cell_root[turn] = cc->tree_call ? cc->tree->root : SMHEAP_COLL_ALL_READ;
