@@ -371,8 +371,9 @@ static inline int wait_past(smheap_coll_comm_t * cc, int r, uint64_t need, uint6
 
 /* This rank's cell of this call's `phase`, once every rank that read what this rank last
  * wrote there is done.  The wait is rare (a reader a whole ring of calls behind, and then
- * half a ring more): the steps seen are remembered, so most calls read no peer's line here.  Those readers were every
- * rank, or in a tree call this rank's parent and children for that call's root. */
+ * for half a ring more): the steps seen are remembered, so most calls read no peer's line
+ * here.  Those readers were every rank, or in a tree call this rank's parent and children
+ * for that call's root. */
 static inline int claim_cell_at(smheap_coll_comm_t * cc, int me, int phase,
                                 smheap_coll_cell_t ** out)
 {
