@@ -46,7 +46,7 @@ _Static_assert(sizeof(smheap_coll_slot_t) == 64, "a rank's slot is one cache lin
 /* How many calls a writer may run ahead of its slowest reader: deep enough that ranks sharing
  * CPUs go through several calls per time slice, fewer on large communicators, whose control
  * block holds size x cells of them (32 cells up to 16 ranks, 8 above 64: 272 KiB with slots
- * for 256 ranks). */
+ * for 256 ranks).  A power of two (cell_turn masks with it). */
 #define SMHEAP_COLL_CELLS_MAX 32
 static inline int smheap_coll_cells(int size)
 {

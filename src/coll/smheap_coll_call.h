@@ -328,10 +328,10 @@ static inline int fits_inline(MPI_Aint bytes)
 }
 
 /* Which of a rank's cells this call uses: its calls take them in turn (tree calls two each:
- * phase 0 and 1). */
+ * phase 0 and 1).  A mask, not a division: a reader computes this at every poll. */
 static inline unsigned cell_turn(smheap_coll_comm_t * cc, int phase)
 {
-    return ((cc->call_first / STEPS_PER_CALL) * cc->cells_per_call + phase) % cc->cells;
+    return ((cc->call_first / STEPS_PER_CALL) * cc->cells_per_call + phase) & (cc->cells - 1);
 }
 
 static inline smheap_coll_cell_t *cell_at(smheap_coll_comm_t * cc, int rank, int phase)

@@ -184,6 +184,7 @@ static int comm_created(MPIR_Comm * comm, void *param)
     }
     cc->size = comm->local_size;
     cc->cells = smheap_coll_cells(comm->local_size);
+    MPIR_Assert((cc->cells & (cc->cells - 1)) == 0);
     cc->cells_per_call = 1;
     for (int i = 0; i < SMHEAP_COLL_CELLS_MAX; i++)
         cc->cell_root[i] = SMHEAP_COLL_ALL_READ;
