@@ -5,24 +5,48 @@
 
 #include "smheap_coll_call.h"
 
+/* Where the blocks of an Allgather(v) go: rank r's block is counts[r] elements of dt at
+ * displs[r] extents into buf; for an Allgather, counts and displs are NULL and every block
+ * is `count` elements, rank r's at r * count. */
+typedef struct {
+    void *buf;
+    MPI_Aint count;
+    const MPI_Aint *counts, *displs;
+    MPI_Datatype dt;
+} blocks_t;
+
+static inline view_t block_of(blocks_t b, int r)
+{
+    MPI_Aint count = b.counts ? b.counts[r] : b.count;
+    MPI_Aint displ = b.displs ? b.displs[r] : r * b.count;
+
+    return view_of((char *) b.buf + displ * extent_of(b.dt), count, b.dt);
+}
+
 /* Blocks that fit in a cell: every rank publishes its block there and copies the others'
- * from their cells; nobody waits for its readers. */
-static int allgather_inline(smheap_coll_comm_t * cc, int me, view_t in, view_t rv,
-                            MPI_Aint block, int in_place, uint64_t offered, uint64_t copied)
+ * from their cells, each of the length its counts say; nobody waits for its readers. */
+static int allgather_inline(smheap_coll_comm_t * cc, int me, view_t in, blocks_t out,
+                            int in_place, uint64_t offered, uint64_t copied)
 {
     int mpi_errno = MPI_SUCCESS, n = cc->size;
     smheap_coll_cell_t *mine;
     const smheap_coll_cell_t *c;
 
-    mpi_errno = write_cell(cc, me, in, MPIR_ERR_NONE, &mine);       /* in.bytes == block */
+    mpi_errno = write_cell(cc, me, in, MPIR_ERR_NONE, &mine);
     MPIR_ERR_CHECK(mpi_errno);
     wake_readers(cc);
     for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {
         int r = (me + i) % n;
-        if (r == me && in_place)
+        view_t to = block_of(out, r);
+
+        if ((r == me && in_place) || to.bytes == 0)
             continue;
         WAIT_INLINE(cc, r, offered, &c);
-        mpi_errno = unpack_into(rv, c->data, block, r * block);
+        if (c->bytes != to.bytes)
+            MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
+                          "**collective_size_mismatch %d %d", (int) c->bytes, (int) to.bytes);
+        else
+            mpi_errno = unpack_into(to, c->data, to.bytes, 0);
     }
     reach(cc, me, copied);
     MPIR_ERR_CHECK(mpi_errno);
@@ -63,8 +87,9 @@ static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendt
         MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
                              "**collective_size_mismatch %d %d", (int) in.bytes, (int) block);
     if (fits_inline(block)) {
-        mpi_errno = allgather_inline(cc, me, in, rv, block, sendbuf == MPI_IN_PLACE, offered,
-                                     copied);
+        blocks_t out = { recvbuf, recvcount, NULL, NULL, recvtype };
+
+        mpi_errno = allgather_inline(cc, me, in, out, sendbuf == MPI_IN_PLACE, offered, copied);
         MPIR_ERR_CHECK(mpi_errno);
         goto fn_exit;
     }
@@ -141,7 +166,7 @@ static int allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
     int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
     int in_place = sendbuf == MPI_IN_PLACE;
     smheap_coll_comm_t *cc;
-    MPI_Aint rext = extent_of(recvtype), rsize = size_of(recvtype);
+    MPI_Aint rext = extent_of(recvtype), rsize = size_of(recvtype), largest = 0;
     view_t in;
     uint64_t offered, copied;
     const void *src;
@@ -151,11 +176,25 @@ static int allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     in = in_place ? view_of((char *) recvbuf + displs[me] * rext, recvcounts[me], recvtype) :
         view_of(sendbuf, sendcount, sendtype);
+    offered = next_step(cc);
+    copied = next_step(cc);
+    /* every rank has the same counts, hence takes the same way */
+    for (int r = 0; r < n; r++)
+        largest = MPL_MAX(largest, recvcounts[r] * rsize);
+    if (fits_inline(largest)) {
+        blocks_t out = { recvbuf, 0, recvcounts, displs, recvtype };
+
+        if (in.bytes != recvcounts[me] * rsize)     /* more than its cell holds, maybe */
+            MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
+                                 "**collective_size_mismatch %d %d", (int) in.bytes,
+                                 (int) (recvcounts[me] * rsize));
+        mpi_errno = allgather_inline(cc, me, in, out, in_place, offered, copied);
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
     NEED_SCRATCH(cc, in.bytes);
     mpi_errno = readable(cc, in, 0, 0, &src);
     MPIR_ERR_CHECK(mpi_errno);
-    offered = next_step(cc);
-    copied = next_step(cc);
     offer(cc, me, src, NULL, offered);
 
     for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {

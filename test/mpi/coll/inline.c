@@ -1,5 +1,5 @@
 /* Small collectives whose data travel inline in the control block (Bcast, Reduce, Allreduce,
- * Allgather, Gather(v), Scatter(v) of at most a cell's data): a writer returns without waiting for its readers, so
+ * Allgather(v), Gather(v), Scatter(v) of at most a cell's data): a writer returns without waiting for its readers, so
  *  - a root broadcasts many times in a row while its readers sleep (three times as many
  *    calls as a rank has cells: it must wait before it writes a cell again), then each
  *    reader finds every value in order;
@@ -10,7 +10,7 @@
  *  - Gather and Scatter run ahead the same way (senders of a Gather while its root sleeps),
  *    then change roots, with MPI_IN_PLACE at the root;
  *  - Gatherv and Scatterv likewise, with counts that differ by rank and blocks in reverse
- *    order;
+ *    order, and Allgatherv with such counts;
  *  - ranks that pass different amounts of data, one of them small enough for a cell and the
  *    other not, all get an error (no hang), and the communicator works afterwards.
  * The MPI_T counter smheap_coll_inline shows which calls went inline (none with
@@ -288,6 +288,50 @@ static void rooted_v(MPI_Comm comm)
     free(displs);
 }
 
+/* Allgatherv of a cell's data each: counts that differ by rank, blocks in reverse order,
+ * MPI_IN_PLACE every other call; every call inline. */
+static void allgather_v(MPI_Comm comm)
+{
+    int n = 2 * CELLS, total = 0, *counts = malloc(sizeof(int) * size);
+    int *displs = malloc(sizeof(int) * size), *all, mine[2];
+    unsigned long long before;
+
+    for (int r = 0; r < size; r++)
+        total += counts[r] = 1 + r % 2;
+    for (int r = 0, end = total; r < size; r++)
+        displs[r] = end -= counts[r];
+    all = malloc(sizeof(int) * total);
+
+    before = inline_calls();
+    for (int i = 0; i < n; i++) {
+        mine[0] = rank * 1000 + i;
+        mine[1] = -rank;
+        for (int k = 0; k < total; k++)
+            all[k] = -1;
+        if (i % 2) {
+            memcpy(all + displs[rank], mine, sizeof(int) * counts[rank]);
+            MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, counts, displs, MPI_INT,
+                           comm);
+        } else {
+            MPI_Allgatherv(mine, counts[rank], MPI_INT, all, counts, displs, MPI_INT, comm);
+        }
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < counts[r]; k++)
+                if (all[displs[r] + k] != (k == 0 ? r * 1000 + i : -r)) {
+                    FAIL("Allgatherv %d gave rank %d's int %d as %d", i, r, k,
+                         all[displs[r] + k]);
+                    i = n;
+                    r = size;
+                    break;
+                }
+    }
+    if (coll_on && inline_calls() - before < (unsigned long long) n)
+        FAIL("only %llu of %d Allgatherv calls went inline", inline_calls() - before, n);
+    free(all);
+    free(counts);
+    free(displs);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -337,6 +381,7 @@ int main(int argc, char **argv)
     gathers(dup, every_other);
     rooted(dup);
     rooted_v(dup);
+    allgather_v(dup);
     if (coll_on && inline_calls() - after_big < 3 * CELLS + 4 * CELLS)
         FAIL("only %llu calls went inline", inline_calls() - after_big);
     mismatches(dup);
