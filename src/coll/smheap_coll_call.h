@@ -464,6 +464,55 @@ static inline int write_cell(smheap_coll_comm_t * cc, int me, view_t v, int carr
     return write_cell_at(cc, me, 0, v, carried, out);
 }
 
+/* Blocks of (buf, counts, displs, dt), rank r's for rank r, in this rank's cell after a
+ * table of n + 1 offsets (the last is the end): a Scatterv root's or an Alltoallv rank's
+ * whole send buffer, when it fits.  Returns FALSE, having done nothing, when it does not;
+ * else TRUE, with *mpi_errno set (the caller wakes the readers, as after write_cell). */
+static inline int write_blocks_cell(smheap_coll_comm_t * cc, int me, const void *buf,
+                                    const MPI_Aint * counts, const MPI_Aint * displs,
+                                    MPI_Datatype dt, smheap_coll_cell_t ** out, int *mpi_errno)
+{
+    int n = cc->size;
+    MPI_Aint ext = extent_of(dt), size = size_of(dt);
+    MPI_Aint table = (n + 1) * (MPI_Aint) sizeof(MPI_Aint), total = table;
+    MPI_Aint *offsets;
+
+    for (int r = 0; r < n; r++)
+        total += counts[r] * size;
+    if (!fits_inline(total))
+        return FALSE;
+    *mpi_errno = claim_cell(cc, me, out);
+    if (*mpi_errno != MPI_SUCCESS)
+        return TRUE;
+    offsets = (MPI_Aint *) (*out)->data;
+    offsets[0] = table;
+    for (int r = 0; r < n && *mpi_errno == MPI_SUCCESS; r++) {
+        offsets[r + 1] = offsets[r] + counts[r] * size;
+        if (counts[r] > 0)
+            *mpi_errno = pack_view(view_of((const char *) buf + displs[r] * ext, counts[r], dt),
+                                   (*out)->data + offsets[r]);
+    }
+    if (*mpi_errno == MPI_SUCCESS)
+        store_cell(cc, *out, total, MPIR_ERR_NONE);
+    return TRUE;
+}
+
+/* Rank me's block from a cell that write_blocks_cell wrote, into `to`, which must be as
+ * long. */
+static inline int read_block_cell(const smheap_coll_cell_t * c, int me, view_t to)
+{
+    const MPI_Aint *offsets = (const MPI_Aint *) c->data;
+    int mpi_errno = MPI_SUCCESS;
+
+    if (offsets[me + 1] - offsets[me] != to.bytes)
+        MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
+                      "**collective_size_mismatch %d %d",
+                      (int) (offsets[me + 1] - offsets[me]), (int) to.bytes);
+    else
+        mpi_errno = unpack_into(to, c->data + offsets[me], to.bytes, 0);
+    return mpi_errno;
+}
+
 struct offer_of {
     smheap_coll_comm_t *cc;
     int rank, phase;

@@ -224,34 +224,54 @@ static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI
     int mpi_errno = MPI_SUCCESS, me = comm->rank, n = comm->local_size;
     int in_place = sendbuf == MPI_IN_PLACE;
     smheap_coll_comm_t *cc;
-    MPI_Aint rext = extent_of(recvtype), rsize = size_of(recvtype);
+    MPI_Aint rext = extent_of(recvtype);
     uint64_t offered, copied;
+    smheap_coll_cell_t *mine;
     const void *src;
+    int wrote_cell;
 
     READY_OR_FALL_BACK(comm, cc, Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                            recvcounts, rdispls, recvtype, comm, errflag));
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
-    /* in place, the blocks are recvbuf's, laid out by the receive arguments; packing them
-     * first leaves recvbuf free to be overwritten */
-    mpi_errno = in_place ? offer_blocks(cc, recvbuf, recvcounts, rdispls, recvtype, n, 1, &src) :
-        offer_blocks(cc, sendbuf, sendcounts, sdispls, sendtype, n, 0, &src);
-    MPIR_ERR_CHECK(mpi_errno);
     offered = next_step(cc);
     copied = next_step(cc);
-    offer(cc, me, src, NULL, offered);
+    /* In place, the blocks are recvbuf's, laid out by the receive arguments; packing them
+     * first (into the cell, or staged) leaves recvbuf free to be overwritten.  Each rank
+     * takes its own way: a reader finds a peer's blocks in its cell or offered in its slot. */
+    if (in_place)
+        wrote_cell = write_blocks_cell(cc, me, recvbuf, recvcounts, rdispls, recvtype, &mine,
+                                       &mpi_errno);
+    else
+        wrote_cell = write_blocks_cell(cc, me, sendbuf, sendcounts, sdispls, sendtype, &mine,
+                                       &mpi_errno);
+    if (wrote_cell) {
+        MPIR_ERR_CHECK(mpi_errno);
+        wake_readers(cc);
+    } else {
+        mpi_errno = in_place ?
+            offer_blocks(cc, recvbuf, recvcounts, rdispls, recvtype, n, 1, &src) :
+            offer_blocks(cc, sendbuf, sendcounts, sdispls, sendtype, n, 0, &src);
+        MPIR_ERR_CHECK(mpi_errno);
+        offer(cc, me, src, NULL, offered);
+    }
 
     for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++) {
         int r = (me + i) % n;
+        view_t to = view_of((char *) recvbuf + rdispls[r] * rext, recvcounts[r], recvtype);
+        const smheap_coll_cell_t *c;
+
         if (recvcounts[r] == 0)
             continue;
-        WAIT(cc, r, offered);
-        mpi_errno = unpack_into(view_of((char *) recvbuf + rdispls[r] * rext, recvcounts[r],
-                                        recvtype), block_for(slot(cc, r)->src, me),
-                                recvcounts[r] * rsize, 0);
+        CHECK_WAIT(wait_offer(cc, r, offered, &c));
+        mpi_errno = c ? read_block_cell(c, me, to) :
+            unpack_into(to, block_for(slot(cc, r)->src, me), to.bytes, 0);
     }
     reach(cc, me, copied);
-    WAIT_ALL(cc, n, copied);
+    if (!wrote_cell)
+        WAIT_ALL(cc, n, copied);
     MPIR_ERR_CHECK(mpi_errno);
+    if (wrote_cell)
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
 
   fn_exit:
     return mpi_errno;

@@ -365,38 +365,19 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
     goto fn_exit;
 }
 
-/* Scatterv's blocks in the root's cell when they fit with a table of where each starts
- * (n + 1 offsets, the last the end): the root returns at once, each reader takes its block
- * from there.  Returns FALSE, having done nothing, when they do not fit. */
+/* Scatterv's blocks in the root's cell when they fit, with a table of where each starts
+ * (write_blocks_cell): the root returns at once, each reader takes its block from there.
+ * Returns FALSE, having done nothing, when they do not fit. */
 static int scatterv_inline(smheap_coll_comm_t * cc, int me, const void *sendbuf,
                            const MPI_Aint * sendcounts, const MPI_Aint * displs,
                            MPI_Datatype sendtype, view_t rv, uint64_t copied, int *mpi_errno)
 {
-    int n = cc->size;
-    MPI_Aint ext = extent_of(sendtype), size = size_of(sendtype);
-    MPI_Aint table = (n + 1) * (MPI_Aint) sizeof(MPI_Aint), total = table;
     smheap_coll_cell_t *c;
-    MPI_Aint *offsets;
 
-    for (int r = 0; r < n; r++)
-        total += sendcounts[r] * size;
-    if (!fits_inline(total))
+    if (!write_blocks_cell(cc, me, sendbuf, sendcounts, displs, sendtype, &c, mpi_errno))
         return FALSE;
-    *mpi_errno = claim_cell(cc, me, &c);
-    if (*mpi_errno != MPI_SUCCESS)
-        return TRUE;
-    offsets = (MPI_Aint *) c->data;
-    offsets[0] = table;
-    for (int r = 0; r < n && *mpi_errno == MPI_SUCCESS; r++) {
-        offsets[r + 1] = offsets[r] + sendcounts[r] * size;
-        if (sendcounts[r] > 0)
-            *mpi_errno = pack_view(view_of((const char *) sendbuf + displs[r] * ext,
-                                           sendcounts[r], sendtype), c->data + offsets[r]);
-    }
-    if (*mpi_errno == MPI_SUCCESS)
-        store_cell(cc, c, total, MPIR_ERR_NONE);
     if (*mpi_errno == MPI_SUCCESS && rv.buf != NULL)
-        *mpi_errno = unpack_into(rv, c->data + offsets[me], rv.bytes, 0);
+        *mpi_errno = read_block_cell(c, me, rv);
     reach(cc, me, copied);
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
     return TRUE;
@@ -437,14 +418,7 @@ static int scatterv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_
 
         CHECK_WAIT(wait_offer(cc, root, offered, &c));
         if (c != NULL) {
-            const MPI_Aint *offsets = (const MPI_Aint *) c->data;
-
-            if (offsets[me + 1] - offsets[me] != rv.bytes)
-                MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
-                              "**collective_size_mismatch %d %d",
-                              (int) (offsets[me + 1] - offsets[me]), (int) rv.bytes);
-            else
-                mpi_errno = unpack_into(rv, c->data + offsets[me], rv.bytes, 0);
+            mpi_errno = read_block_cell(c, me, rv);
         } else if (recvcount > 0) {
             mpi_errno = unpack_into(rv, block_for(slot(cc, root)->src, me), rv.bytes, 0);
         }

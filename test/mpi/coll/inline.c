@@ -10,7 +10,7 @@
  *  - Gather and Scatter run ahead the same way (senders of a Gather while its root sleeps),
  *    then change roots, with MPI_IN_PLACE at the root;
  *  - Gatherv and Scatterv likewise, with counts that differ by rank and blocks in reverse
- *    order, and Allgatherv with such counts;
+ *    order, and Allgatherv and Alltoallv with such counts;
  *  - ranks that pass different amounts of data, one of them small enough for a cell and the
  *    other not, all get an error (no hang), and the communicator works afterwards.
  * The MPI_T counter smheap_coll_inline shows which calls went inline (none with
@@ -332,6 +332,60 @@ static void allgather_v(MPI_Comm comm)
     free(displs);
 }
 
+/* Alltoallv whose blocks and their table fit in a cell (SMHEAP_COLL_CELL_DATA bytes; a
+ * table of size + 1 MPI_Aint offsets): counts that differ by rank and destination, blocks
+ * in reverse order, MPI_IN_PLACE every other call; every call inline when they fit. */
+#define CELL_DATA 112
+static void alltoall_v(MPI_Comm comm)
+{
+    int n = 2 * CELLS, total = 0, *counts = malloc(sizeof(int) * size);
+    int *displs = malloc(sizeof(int) * size), *out, *in;
+    unsigned long long before;
+
+    /* rank a sends 1 + (a + b) % 2 ints to rank b: what b expects from a */
+    for (int r = 0; r < size; r++)
+        total += counts[r] = 1 + (rank + r) % 2;
+    for (int r = 0, end = total; r < size; r++)
+        displs[r] = end -= counts[r];
+    out = malloc(sizeof(int) * total);
+    in = malloc(sizeof(int) * total);
+
+    before = inline_calls();
+    for (int i = 0; i < n; i++) {
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < counts[r]; k++) {
+                out[displs[r] + k] = rank * 1000 + r * 10 + k + i;
+                in[displs[r] + k] = -1;
+            }
+        if (i % 2) {
+            memcpy(in, out, sizeof(int) * total);
+            MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, in, counts, displs,
+                          MPI_INT, comm);
+        } else {
+            MPI_Alltoallv(out, counts, displs, MPI_INT, in, counts, displs, MPI_INT, comm);
+        }
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < counts[r]; k++) {
+                int want = r * 1000 + rank * 10 + k + i;
+
+                if (in[displs[r] + k] != want) {
+                    FAIL("Alltoallv %d gave rank %d's int %d as %d, not %d", i, r, k,
+                         in[displs[r] + k], want);
+                    i = n;
+                    r = size;
+                    break;
+                }
+            }
+    }
+    if (coll_on && (size + 1) * 8 + total * (int) sizeof(int) <= CELL_DATA &&
+        inline_calls() - before < (unsigned long long) n)
+        FAIL("only %llu of %d Alltoallv calls went inline", inline_calls() - before, n);
+    free(in);
+    free(out);
+    free(counts);
+    free(displs);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -382,6 +436,7 @@ int main(int argc, char **argv)
     rooted(dup);
     rooted_v(dup);
     allgather_v(dup);
+    alltoall_v(dup);
     if (coll_on && inline_calls() - after_big < 3 * CELLS + 4 * CELLS)
         FAIL("only %llu calls went inline", inline_calls() - after_big);
     mismatches(dup);
