@@ -234,16 +234,26 @@ static void mismatches(MPI_Comm comm)
 
 /* Gatherv while the root sleeps, then Scatterv while the readers sleep: rank r's block is
  * 1 + r % 2 ints, the blocks laid out from the end of the buffer back. */
+/* Counts of 1 or 2 ints by rank (1 + (r + shift) % 2), blocks laid out in reverse rank
+ * order; returns the total. */
+static int reverse_blocks(int shift, int *counts, int *displs)
+{
+    int total = 0;
+
+    for (int r = 0; r < size; r++)
+        total += counts[r] = 1 + (r + shift) % 2;
+    for (int r = 0, end = total; r < size; r++)
+        displs[r] = end -= counts[r];
+    return total;
+}
+
 static void rooted_v(MPI_Comm comm)
 {
-    int n = 3 * CELLS, total = 0, *counts = malloc(sizeof(int) * size);
+    int n = 3 * CELLS, total, *counts = malloc(sizeof(int) * size);
     int *displs = malloc(sizeof(int) * size), *all, mine[2];
     unsigned long long before;
 
-    for (int r = 0; r < size; r++)
-        total += counts[r] = 1 + r % 2;
-    for (int r = 0, end = total; r < size; r++)
-        displs[r] = end -= counts[r];
+    total = reverse_blocks(0, counts, displs);
     all = malloc(sizeof(int) * total * n);
 
     before = inline_calls();
@@ -292,14 +302,11 @@ static void rooted_v(MPI_Comm comm)
  * MPI_IN_PLACE every other call; every call inline. */
 static void allgather_v(MPI_Comm comm)
 {
-    int n = 2 * CELLS, total = 0, *counts = malloc(sizeof(int) * size);
+    int n = 2 * CELLS, total, *counts = malloc(sizeof(int) * size);
     int *displs = malloc(sizeof(int) * size), *all, mine[2];
     unsigned long long before;
 
-    for (int r = 0; r < size; r++)
-        total += counts[r] = 1 + r % 2;
-    for (int r = 0, end = total; r < size; r++)
-        displs[r] = end -= counts[r];
+    total = reverse_blocks(0, counts, displs);
     all = malloc(sizeof(int) * total);
 
     before = inline_calls();
@@ -338,15 +345,12 @@ static void allgather_v(MPI_Comm comm)
 #define CELL_DATA 112
 static void alltoall_v(MPI_Comm comm)
 {
-    int n = 2 * CELLS, total = 0, *counts = malloc(sizeof(int) * size);
+    int n = 2 * CELLS, total, *counts = malloc(sizeof(int) * size);
     int *displs = malloc(sizeof(int) * size), *out, *in;
     unsigned long long before;
 
     /* rank a sends 1 + (a + b) % 2 ints to rank b: what b expects from a */
-    for (int r = 0; r < size; r++)
-        total += counts[r] = 1 + (rank + r) % 2;
-    for (int r = 0, end = total; r < size; r++)
-        displs[r] = end -= counts[r];
+    total = reverse_blocks(rank, counts, displs);
     out = malloc(sizeof(int) * total);
     in = malloc(sizeof(int) * total);
 
