@@ -13,6 +13,7 @@ typedef struct {
     MPI_Aint count;
     const MPI_Aint *counts, *displs;
     MPI_Datatype dt;
+    MPI_Aint extent;            /* dt's */
 } blocks_t;
 
 static inline view_t block_of(blocks_t b, int r)
@@ -20,7 +21,7 @@ static inline view_t block_of(blocks_t b, int r)
     MPI_Aint count = b.counts ? b.counts[r] : b.count;
     MPI_Aint displ = b.displs ? b.displs[r] : r * b.count;
 
-    return view_of((char *) b.buf + displ * extent_of(b.dt), count, b.dt);
+    return view_of((char *) b.buf + displ * b.extent, count, b.dt);
 }
 
 /* Blocks that fit in a cell: every rank publishes its block there and copies the others'
@@ -87,7 +88,7 @@ static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendt
         MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
                              "**collective_size_mismatch %d %d", (int) in.bytes, (int) block);
     if (fits_inline(block)) {
-        blocks_t out = { recvbuf, recvcount, NULL, NULL, recvtype };
+        blocks_t out = { recvbuf, recvcount, NULL, NULL, recvtype, extent_of(recvtype) };
 
         mpi_errno = allgather_inline(cc, me, in, out, sendbuf == MPI_IN_PLACE, offered, copied);
         MPIR_ERR_CHECK(mpi_errno);
@@ -182,7 +183,7 @@ static int allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
     for (int r = 0; r < n; r++)
         largest = MPL_MAX(largest, recvcounts[r] * rsize);
     if (fits_inline(largest)) {
-        blocks_t out = { recvbuf, 0, recvcounts, displs, recvtype };
+        blocks_t out = { recvbuf, 0, recvcounts, displs, recvtype, rext };
 
         if (in.bytes != recvcounts[me] * rsize)     /* more than its cell holds, maybe */
             MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",

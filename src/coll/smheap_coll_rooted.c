@@ -31,6 +31,20 @@ static int barrier(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
     goto fn_exit;
 }
 
+/* A writer whose data fit in a cell: it writes them there and leaves the call at once
+ * (reach wakes its readers). */
+static int leave_inline(smheap_coll_comm_t * cc, int me, view_t v, int carried, uint64_t copied)
+{
+    smheap_coll_cell_t *c;
+    int mpi_errno = write_cell(cc, me, v, carried, &c);
+
+    if (mpi_errno == MPI_SUCCESS) {
+        reach(cc, me, copied);
+        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
+    }
+    return mpi_errno;
+}
+
 /* The root's data: inline in its cell when they fit (it returns at once, readers copy when
  * they come), else offered in place or staged, and the root waits until every reader has
  * copied them. */
@@ -40,15 +54,8 @@ static int bcast_offer(smheap_coll_comm_t * cc, int me, view_t v, int carried, u
     int mpi_errno = MPI_SUCCESS;
     const void *src;
 
-    if (fits_inline(v.bytes)) {
-        smheap_coll_cell_t *c;
-
-        mpi_errno = write_cell(cc, me, v, carried, &c);
-        MPIR_ERR_CHECK(mpi_errno);
-        reach(cc, me, copied);
-        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
-        goto fn_exit;
-    }
+    if (fits_inline(v.bytes))
+        return leave_inline(cc, me, v, carried, copied);
     NEED_SCRATCH(cc, v.bytes);
     mpi_errno = readable(cc, v, 0, 0, &src);
     MPIR_ERR_CHECK(mpi_errno);
@@ -166,15 +173,8 @@ static int gather_send(smheap_coll_comm_t * cc, int me, int root, view_t in, uin
     int mpi_errno = MPI_SUCCESS;
     const void *src;
 
-    if (fits_inline(in.bytes)) {
-        smheap_coll_cell_t *c;
-
-        mpi_errno = write_cell(cc, me, in, MPIR_ERR_NONE, &c);
-        MPIR_ERR_CHECK(mpi_errno);
-        reach(cc, me, copied);
-        MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
-        goto fn_exit;
-    }
+    if (fits_inline(in.bytes))
+        return leave_inline(cc, me, in, MPIR_ERR_NONE, copied);
     NEED_SCRATCH(cc, in.bytes);
     mpi_errno = readable(cc, in, 0, 0, &src);
     MPIR_ERR_CHECK(mpi_errno);
