@@ -218,6 +218,25 @@ static inline int unpack_into(view_t v, const void *src, MPI_Aint bytes, MPI_Ain
     return MPIR_Typerep_unpack(src, bytes, v.buf, v.count, v.dt, offset, &actual);
 }
 
+/* A rank's own block, from its send buffer straight into its receive buffer (not back out
+ * of the cell it has just written for its peers: that line is on its way to them, and
+ * reading it stalled the root of an 8-byte Scatter for as long as a copy). */
+static inline int copy_view(view_t from, view_t to)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    if (from.bytes != to.bytes)
+        MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
+                      "**collective_size_mismatch %d %d", (int) from.bytes, (int) to.bytes);
+    else if (from.contig)
+        mpi_errno = unpack_into(to, (const char *) from.buf + from.lb, from.bytes, 0);
+    else if (to.contig)
+        mpi_errno = pack_view(from, (char *) to.buf + to.lb);
+    else
+        mpi_errno = MPIR_Localcopy(from.buf, from.count, from.dt, to.buf, to.count, to.dt);
+    return mpi_errno;
+}
+
 #define READY_OR_FALL_BACK(comm_, cc_, call_)                                   \
     do {                                                                        \
         int err_ = MPIDI_CH3I_Smheap_coll_ready(comm_, &cc_);                   \
@@ -484,13 +503,15 @@ static inline int write_blocks_cell(smheap_coll_comm_t * cc, int me, const void 
     *mpi_errno = claim_cell(cc, me, out);
     if (*mpi_errno != MPI_SUCCESS)
         return TRUE;
+    /* the offsets are summed here, not read back from the cell while its line is in flight */
     offsets = (MPI_Aint *) (*out)->data;
-    offsets[0] = table;
+    offsets[0] = total = table;
     for (int r = 0; r < n && *mpi_errno == MPI_SUCCESS; r++) {
-        offsets[r + 1] = offsets[r] + counts[r] * size;
         if (counts[r] > 0)
             *mpi_errno = pack_view(view_of((const char *) buf + displs[r] * ext, counts[r], dt),
-                                   (*out)->data + offsets[r]);
+                                   (*out)->data + total);
+        total += counts[r] * size;
+        offsets[r + 1] = total;
     }
     if (*mpi_errno == MPI_SUCCESS)
         store_cell(cc, *out, total, MPIR_ERR_NONE);

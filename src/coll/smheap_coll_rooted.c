@@ -136,18 +136,14 @@ static int gather_blocks(smheap_coll_comm_t * cc, int me, view_t in, int in_plac
                          MPI_Aint block, uint64_t offered)
 {
     int mpi_errno = MPI_SUCCESS, n = cc->size;
-    const void *src;
 
     for (int r = 0; r < n && mpi_errno == MPI_SUCCESS && block > 0; r++) {
         const smheap_coll_cell_t *c;
 
         if (r == me) {
-            if (in_place)
-                continue;
-            NEED_SCRATCH(cc, in.bytes);
-            mpi_errno = readable(cc, in, 0, 0, &src);
-            if (mpi_errno == MPI_SUCCESS)
-                mpi_errno = unpack_into(rv, src, block, r * block);
+            if (!in_place)
+                mpi_errno = copy_view(in, view_of((char *) rv.buf + r * (rv.count / n) *
+                                                  extent_of(rv.dt), rv.count / n, rv.dt));
             continue;
         }
         CHECK_WAIT(wait_offer_as(cc, r, 0, offered, fits_inline(block), &c));
@@ -227,12 +223,11 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
 }
 
 /* The root's blocks, all of them in its cell when they fit: it returns at once, and each
- * reader takes its block from there. */
-static int scatter_offer(smheap_coll_comm_t * cc, int me, view_t sv, view_t rv, int in_place,
-                         uint64_t offered, uint64_t copied)
+ * reader takes its block from there.  mine: the root's own block of sv. */
+static int scatter_offer(smheap_coll_comm_t * cc, int me, view_t sv, view_t mine, view_t rv,
+                         int in_place, uint64_t offered, uint64_t copied)
 {
     int mpi_errno = MPI_SUCCESS, n = cc->size;
-    MPI_Aint block = sv.bytes / n;
     const void *src;
 
     if (fits_inline(sv.bytes)) {
@@ -241,7 +236,7 @@ static int scatter_offer(smheap_coll_comm_t * cc, int me, view_t sv, view_t rv, 
         mpi_errno = write_cell(cc, me, sv, MPIR_ERR_NONE, &c);
         MPIR_ERR_CHECK(mpi_errno);
         if (!in_place)
-            mpi_errno = unpack_into(rv, c->data + me * block, block, 0);
+            mpi_errno = copy_view(mine, rv);
         reach(cc, me, copied);
         MPIR_ERR_CHECK(mpi_errno);
         MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
@@ -252,7 +247,7 @@ static int scatter_offer(smheap_coll_comm_t * cc, int me, view_t sv, view_t rv, 
     MPIR_ERR_CHECK(mpi_errno);
     offer(cc, me, src, NULL, offered);
     if (!in_place)
-        mpi_errno = unpack_into(rv, (const char *) src + me * block, block, 0);
+        mpi_errno = copy_view(mine, rv);
     reach(cc, me, copied);
     WAIT_ALL(cc, n, copied);
     MPIR_ERR_CHECK(mpi_errno);
@@ -281,7 +276,10 @@ static int scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
         rv = view_of(recvbuf, recvcount, recvtype);
 
     if (me == root) {
-        mpi_errno = scatter_offer(cc, me, view_of(sendbuf, sendcount * n, sendtype), rv,
+        const char *mine = (const char *) sendbuf + me * sendcount * extent_of(sendtype);
+
+        mpi_errno = scatter_offer(cc, me, view_of(sendbuf, sendcount * n, sendtype),
+                                  view_of(mine, sendcount, sendtype), rv,
                                   recvbuf == MPI_IN_PLACE, offered, copied);
         MPIR_ERR_CHECK(mpi_errno);
     } else {
@@ -318,7 +316,6 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
     smheap_coll_comm_t *cc;
     view_t in = { 0 };
     uint64_t offered, copied;
-    const void *src;
 
     if (sendbuf != MPI_IN_PLACE)
         in = view_of(sendbuf, sendcount, sendtype);
@@ -331,7 +328,7 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
         mpi_errno = gather_send(cc, me, root, in, offered, copied);
         MPIR_ERR_CHECK(mpi_errno);
     } else {
-        MPI_Aint rext = extent_of(recvtype), rsize = size_of(recvtype);
+        MPI_Aint rext = extent_of(recvtype);
 
         reach(cc, me, offered);
         for (int r = 0; r < n && mpi_errno == MPI_SUCCESS; r++) {
@@ -341,10 +338,7 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
             if ((r == me && sendbuf == MPI_IN_PLACE) || recvcounts[r] == 0)
                 continue;
             if (r == me) {
-                NEED_SCRATCH(cc, in.bytes);
-                mpi_errno = readable(cc, in, 0, 0, &src);
-                if (mpi_errno == MPI_SUCCESS)
-                    mpi_errno = unpack_into(rv, src, recvcounts[r] * rsize, 0);
+                mpi_errno = copy_view(in, rv);
                 continue;
             }
             CHECK_WAIT(wait_offer_as(cc, r, 0, offered, fits_inline(rv.bytes), &c));
@@ -370,14 +364,15 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
  * Returns FALSE, having done nothing, when they do not fit. */
 static int scatterv_inline(smheap_coll_comm_t * cc, int me, const void *sendbuf,
                            const MPI_Aint * sendcounts, const MPI_Aint * displs,
-                           MPI_Datatype sendtype, view_t rv, uint64_t copied, int *mpi_errno)
+                           MPI_Datatype sendtype, view_t mine, view_t rv, uint64_t copied,
+                           int *mpi_errno)
 {
     smheap_coll_cell_t *c;
 
     if (!write_blocks_cell(cc, me, sendbuf, sendcounts, displs, sendtype, &c, mpi_errno))
         return FALSE;
     if (*mpi_errno == MPI_SUCCESS && rv.buf != NULL)
-        *mpi_errno = read_block_cell(c, me, rv);
+        *mpi_errno = copy_view(mine, rv);
     reach(cc, me, copied);
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
     return TRUE;
@@ -401,7 +396,10 @@ static int scatterv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_
     if (recvbuf != MPI_IN_PLACE)        /* (only the root may pass it) */
         rv = view_of(recvbuf, recvcount, recvtype);
     if (me == root) {
-        if (scatterv_inline(cc, me, sendbuf, sendcounts, displs, sendtype, rv, copied,
+        view_t mine = view_of((const char *) sendbuf + displs[me] * extent_of(sendtype),
+                              sendcounts[me], sendtype);
+
+        if (scatterv_inline(cc, me, sendbuf, sendcounts, displs, sendtype, mine, rv, copied,
                             &mpi_errno)) {
             MPIR_ERR_CHECK(mpi_errno);
             goto fn_exit;
@@ -409,8 +407,8 @@ static int scatterv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_
         mpi_errno = offer_blocks(cc, sendbuf, sendcounts, displs, sendtype, n, 0, &src);
         MPIR_ERR_CHECK(mpi_errno);
         offer(cc, me, src, NULL, offered);
-        if (rv.buf != NULL && recvcount > 0)
-            mpi_errno = unpack_into(rv, block_for(src, me), rv.bytes, 0);
+        if (rv.buf != NULL)
+            mpi_errno = copy_view(mine, rv);
         reach(cc, me, copied);
         WAIT_ALL(cc, n, copied);
     } else {
