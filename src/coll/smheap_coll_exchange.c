@@ -42,6 +42,10 @@ static int allgather_inline(smheap_coll_comm_t * cc, int me, view_t in, blocks_t
 
         if ((r == me && in_place) || to.bytes == 0)
             continue;
+        if (r == me) {
+            mpi_errno = copy_view(in, to);
+            continue;
+        }
         WAIT_INLINE(cc, r, offered, &c);
         if (c->bytes != to.bytes)
             MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",

@@ -54,10 +54,15 @@ static int reduce_inline(smheap_coll_comm_t * cc, int me, const void *input, MPI
     memcpy(mine->data, input, bytes);
     publish_cell(cc, mine, bytes, MPIR_ERR_NONE);
     if (result != NULL) {
+        /* this rank's own input from `input`, not back out of the cell on its way to peers
+         * (unless the result overwrites it: in place) */
+        const void *own = input == result ? mine->data : input;
+
         WAIT_ALL_INLINE(cc, n, offered);
-        memcpy(result, cell(cc, n - 1)->data, bytes);
+        memcpy(result, n - 1 == me ? own : cell(cc, n - 1)->data, bytes);
         for (int r = n - 2; r >= 0 && mpi_errno == MPI_SUCCESS; r--)
-            mpi_errno = MPIR_Reduce_local(cell(cc, r)->data, result, count, dt, op);
+            mpi_errno = MPIR_Reduce_local(r == me ? own : cell(cc, r)->data, result, count,
+                                          dt, op);
     }
     reach(cc, me, reduced);
     MPIR_ERR_CHECK(mpi_errno);
