@@ -121,6 +121,42 @@ static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendt
     goto fn_exit;
 }
 
+/* All of a rank's blocks fit in a cell: every rank publishes them there and takes its block
+ * from each peer's cell; nobody waits for its readers.  mine: this rank's block of sv for
+ * itself, to: where it goes in rv. */
+static int alltoall_inline(smheap_coll_comm_t * cc, int me, view_t sv, view_t mine, view_t rv,
+                           view_t to, int in_place, uint64_t offered, uint64_t copied)
+{
+    int mpi_errno = MPI_SUCCESS, n = cc->size;
+    MPI_Aint block = rv.bytes / n;
+    smheap_coll_cell_t *own;
+    const smheap_coll_cell_t *c;
+
+    mpi_errno = write_cell(cc, me, sv, MPIR_ERR_NONE, &own);
+    MPIR_ERR_CHECK(mpi_errno);
+    wake_readers(cc);
+    for (int i = 1; i < n && mpi_errno == MPI_SUCCESS; i++) {
+        int r = (me + i) % n;
+
+        WAIT_INLINE(cc, r, offered, &c);
+        if (c->bytes != sv.bytes)
+            MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
+                          "**collective_size_mismatch %d %d", (int) c->bytes, (int) sv.bytes);
+        else
+            mpi_errno = unpack_into(rv, c->data + me * block, block, r * block);
+    }
+    if (mpi_errno == MPI_SUCCESS && !in_place)
+        mpi_errno = copy_view(mine, to);
+    reach(cc, me, copied);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                     void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                     MPIR_Comm * comm, MPIR_Errflag_t * errflag)
@@ -139,17 +175,29 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     if (block == 0)
         return MPI_SUCCESS;
+    offered = next_step(cc);
+    copied = next_step(cc);
+    if (fits_inline(sv.bytes)) {
+        MPI_Aint rcount = recvcount, scount = in_place ? recvcount : sendcount;
+        MPI_Datatype stype = in_place ? recvtype : sendtype;
+
+        mpi_errno = alltoall_inline(cc, me, sv, view_of((const char *) sv.buf + me * scount *
+                                                        extent_of(stype), scount, stype),
+                                    rv, view_of((char *) recvbuf + me * rcount *
+                                                extent_of(recvtype), rcount, recvtype),
+                                    in_place, offered, copied);
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
     NEED_SCRATCH(cc, sv.bytes);
     /* in place, the input is recvbuf, which this rank overwrites while peers read it */
     mpi_errno = readable(cc, sv, in_place, 0, &src);
     MPIR_ERR_CHECK(mpi_errno);
-    offered = next_step(cc);
-    copied = next_step(cc);
     offer(cc, me, src, NULL, offered);
 
     for (int i = 0; i < n && mpi_errno == MPI_SUCCESS; i++) {
         int r = (me + i) % n;
-        WAIT(cc, r, offered);
+        WAIT_IN_SLOT(cc, r, offered);   /* (a peer with more data went inline: an error) */
         mpi_errno = unpack_into(rv, (const char *) slot(cc, r)->src + me * block, block,
                                 r * block);
     }
@@ -265,8 +313,13 @@ static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI
         view_t to = view_of((char *) recvbuf + rdispls[r] * rext, recvcounts[r], recvtype);
         const smheap_coll_cell_t *c;
 
-        if (recvcounts[r] == 0)
+        if (recvcounts[r] == 0 || (r == me && in_place))
             continue;
+        if (r == me) {
+            mpi_errno = copy_view(view_of((const char *) sendbuf + sdispls[me] *
+                                          extent_of(sendtype), sendcounts[me], sendtype), to);
+            continue;
+        }
         CHECK_WAIT(wait_offer(cc, r, offered, &c));
         mpi_errno = c ? read_block_cell(c, me, to) :
             unpack_into(to, block_for(slot(cc, r)->src, me), to.bytes, 0);

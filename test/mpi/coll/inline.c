@@ -1,5 +1,6 @@
 /* Small collectives whose data travel inline in the control block (Bcast, Reduce, Allreduce,
- * Allgather(v), Gather(v), Scatter(v) of at most a cell's data): a writer returns without waiting for its readers, so
+ * Allgather(v), Gather(v), Scatter(v), Alltoall(v) of at most a cell's data): a writer
+ * returns without waiting for its readers, so
  *  - a root broadcasts many times in a row while its readers sleep (three times as many
  *    calls as a rank has cells: it must wait before it writes a cell again), then each
  *    reader finds every value in order;
@@ -10,7 +11,8 @@
  *  - Gather and Scatter run ahead the same way (senders of a Gather while its root sleeps),
  *    then change roots, with MPI_IN_PLACE at the root;
  *  - Gatherv and Scatterv likewise, with counts that differ by rank and blocks in reverse
- *    order, and Allgatherv and Alltoallv with such counts;
+ *    order, and Allgatherv and Alltoallv with such counts; Alltoall, of a strided type
+ *    too, and in place;
  *  - ranks that pass different amounts of data, one of them small enough for a cell and the
  *    other not, all get an error (no hang), and the communicator works afterwards.
  * The MPI_T counter smheap_coll_inline shows which calls went inline (none with
@@ -223,6 +225,12 @@ static void mismatches(MPI_Comm comm)
         if ((rank != 0 || !root_small) && err == MPI_SUCCESS)
             FAIL("a Scatter of %d ints here, %d at rank 0, succeeded", small ? 4 : 1000 / size,
                  root_small ? 4 : 1000 / size);
+        /* every rank of an Alltoall reads every other's blocks */
+        err = MPI_Alltoall(buf, small ? 2 : 1000 / size, MPI_INT, out, small ? 2 : 1000 / size,
+                           MPI_INT, comm);
+        if (err == MPI_SUCCESS)
+            FAIL("an Alltoall of %d ints per rank here, %d at rank 0, succeeded",
+                 small ? 2 : 1000 / size, root_small ? 2 : 1000 / size);
     }
     MPI_Barrier(comm);
     int one = rank, sum = -1;
@@ -390,6 +398,49 @@ static void alltoall_v(MPI_Comm comm)
     free(displs);
 }
 
+/* Alltoall of a cell's data at most: two ints to each rank, or every third call one
+ * every_other (four ints, each followed by a gap that must stay untouched), MPI_IN_PLACE
+ * every other call; every call inline when a rank's blocks fit in a cell. */
+static void alltoalls(MPI_Comm comm, MPI_Datatype every_other)
+{
+    int n = 2 * CELLS, len = 8 * size, fits = 1;
+    int *out = malloc(sizeof(int) * len), *in = malloc(sizeof(int) * len);
+    unsigned long long before = inline_calls();
+
+    for (int i = 0; i < n; i++) {
+        int strided = i % 3 == 0, inplace = i % 2;
+        int ints = strided ? 4 : 2, stride = strided ? 8 : 2, step = strided ? 2 : 1;
+
+        for (int k = 0; k < len; k++)
+            out[k] = in[k] = -1;
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < ints; k++)
+                out[stride * r + step * k] = rank * 1000 + r * 10 + k + i;
+        if (inplace)
+            memcpy(in, out, sizeof(int) * len);
+        MPI_Alltoall(inplace ? MPI_IN_PLACE : out, strided ? 1 : 2,
+                     strided ? every_other : MPI_INT, in, strided ? 1 : 2,
+                     strided ? every_other : MPI_INT, comm);
+        for (int k = 0; k < len; k++) {
+            int r = k / stride, at = k % stride, want = -1;
+
+            if (r < size && at % step == 0)
+                want = r * 1000 + rank * 10 + at / step + i;
+            if (in[k] != want) {
+                FAIL("Alltoall %d (%s, in place %d): int %d is %d, not %d", i,
+                     strided ? "strided" : "contiguous", inplace, k, in[k], want);
+                i = n;
+                break;
+            }
+        }
+        fits = fits && size * ints * (int) sizeof(int) <= CELL_DATA;
+    }
+    if (coll_on && fits && inline_calls() - before < (unsigned long long) n)
+        FAIL("only %llu of %d Alltoall calls went inline", inline_calls() - before, n);
+    free(in);
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -441,6 +492,7 @@ int main(int argc, char **argv)
     rooted_v(dup);
     allgather_v(dup);
     alltoall_v(dup);
+    alltoalls(dup, every_other);
     if (coll_on && inline_calls() - after_big < 3 * CELLS + 4 * CELLS)
         FAIL("only %llu calls went inline", inline_calls() - after_big);
     mismatches(dup);
