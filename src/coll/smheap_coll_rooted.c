@@ -207,7 +207,6 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
         view_t rv = view_of(recvbuf, recvcount * n, recvtype);
         MPI_Aint block = rv.bytes / n;
 
-        reach(cc, me, offered);
         mpi_errno = gather_blocks(cc, me, in, sendbuf == MPI_IN_PLACE, rv, block, offered);
         MPIR_ERR_CHECK(mpi_errno);      /* senders still waiting learn of it (leave_failed) */
         reach(cc, me, copied);
@@ -330,7 +329,6 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
     } else {
         MPI_Aint rext = extent_of(recvtype);
 
-        reach(cc, me, offered);
         for (int r = 0; r < n && mpi_errno == MPI_SUCCESS; r++) {
             view_t rv = view_of((char *) recvbuf + displs[r] * rext, recvcounts[r], recvtype);
             const smheap_coll_cell_t *c = NULL;
