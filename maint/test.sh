@@ -318,9 +318,9 @@ two_users_at_once() {
 spin_chosen_by_cpus() {
     # Ranks that outnumber the CPUs their affinity allows them do not spin while waiting (the
     # peer they wait for may need that CPU), and yield it while they poll with MPI_Test; ranks
-    # with a CPU each spin and poll without yielding; the setting overrides.  A rank waiting
-    # while another keeps more threads busy than there are CPUs stops spinning too, unless
-    # the setting says how long to spin.
+    # with a CPU each spin (for a millisecond) and poll without yielding; the setting
+    # overrides.  A rank waiting while another keeps more threads busy than there are CPUs
+    # stops spinning too, unless the setting says how long to spin.
     local one all set busy busy_set
     one=$(timeout 120 taskset -c 0 "$bin/mpiexec" -n 3 "$work/spin_choice" 2>&1)
     all=$(timeout 120 "$bin/mpiexec" -n 1 "$work/spin_choice" 2>&1)
@@ -330,10 +330,11 @@ spin_chosen_by_cpus() {
     busy_set=$(MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS=2000 timeout 120 "$bin/mpiexec" -n 2 \
         "$work/spin_choice" contended 2>&1)
     printf '%s\n' "$one" "$all" "$set" "$busy" "$busy_set"
-    echo "$one" | grep -q 'node_cpus=1 spin_polls=0$' && echo "$one" | grep -q 'No Errors' &&
-        echo "$one" | grep -q 'test_yields=[1-9]' &&
-        echo "$all" | grep -q "node_cpus=$(nproc) spin_polls=2000$" &&
-        echo "$set" | grep -q 'node_cpus=1 spin_polls=77$' && echo "$set" | grep -q 'No Errors' &&
+    echo "$one" | grep -q 'node_cpus=1 spin_polls=0 spin_usec=0$' &&
+        echo "$one" | grep -q 'No Errors' && echo "$one" | grep -q 'test_yields=[1-9]' &&
+        echo "$all" | grep -q "node_cpus=$(nproc) spin_polls=[1-9][0-9]* spin_usec=1000$" &&
+        echo "$set" | grep -q 'node_cpus=1 spin_polls=77 spin_usec=0$' &&
+        echo "$set" | grep -q 'No Errors' &&
         echo "$set" | grep -q 'test_yields=0$' &&
         echo "$busy" | grep -q 'contended_waits=[1-9]' && echo "$busy" | grep -q 'No Errors' &&
         echo "$busy_set" | grep -q 'contended_waits=0$'

@@ -1,5 +1,5 @@
 /* Prints, from rank 0, how many CPUs the channel found for the node's ranks and how long a
- * waiting rank spins (MPI_T), then runs a few collectives and messages so that the choice is
+ * waiting rank spins (MPI_T: polls, or microseconds when the channel chooses), then runs a few collectives and messages so that the choice is
  * exercised, and a receive that rank 1 completes by polling MPI_Test while rank 0 computes
  * before sending: the polls that yielded the CPU are printed (test_yields).  maint/test.sh
  * runs it with the ranks confined to fewer CPUs than there are ranks, and with every CPU.
@@ -68,8 +68,9 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "contended") == 0 && size >= 2)
         contended(rank);
     if (rank == 0)
-        printf("node_cpus=%llu spin_polls=%llu\n", pvar_value("smheap_node_cpus"),
-               pvar_value("smheap_spin_polls"));
+        printf("node_cpus=%llu spin_polls=%llu spin_usec=%llu\n",
+               pvar_value("smheap_node_cpus"), pvar_value("smheap_spin_polls"),
+               pvar_value("smheap_spin_usec"));
     for (int i = 0; i < 1000; i++) {
         x = rank + i;
         MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

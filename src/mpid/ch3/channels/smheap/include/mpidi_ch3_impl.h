@@ -21,6 +21,7 @@ int MPIDI_CH3I_Progress_finalize(void);
 int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc);
 void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc);
 size_t MPIDI_CH3I_Progress_spin_polls(void);
+size_t MPIDI_CH3I_Progress_spin_usec(void);
 /* Run fn(arg) with MPICH's global lock released (held recursively or not), so that the
  * application's other threads may use MPI meanwhile. */
 int MPIDI_CH3I_Without_global_lock(int (*fn) (void *), void *arg);

@@ -206,7 +206,11 @@ static void register_waiting(void)
             "times a local peer woke this rank from a sleep in poll() on its sockets");
     LEVEL(smheap_spin_polls, MPIDI_CH3I_Progress_spin_polls, get_by_call,
           "polls a waiting rank spins before it yields the CPU "
-          "(MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS, or the automatic choice)");
+          "(MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS, or the automatic choice: 0, or so many that "
+          "smheap_spin_usec ends the spin)");
+    LEVEL(smheap_spin_usec, MPIDI_CH3I_Progress_spin_usec, get_by_call,
+          "microseconds a waiting rank spins before it yields the CPU, when the channel "
+          "chooses (0: it does not spin, or MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS counts the polls)");
     LEVEL(smheap_node_cpus, &smheap_queue.node_cpus, get_int,
           "CPUs the ranks of this node may run on between them (their affinity masks)");
 }

@@ -25,10 +25,10 @@ cvars:
         ch3:smheap: how many times a rank waiting for a message or a collective polls
         before it starts yielding the CPU.  Larger values lower latency when every rank
         has a core of its own; spinning only delays the peer it waits for when the ranks
-        outnumber their CPUs.  -1 chooses: 2000, or 0 when the node's ranks outnumber the
-        CPUs their affinity masks allow between them; and a wait idle for 10 us sleeps
-        at once while more threads are runnable on the machine than it has CPUs (the
-        application's own threads, say).
+        outnumber their CPUs.  -1 chooses: spin for up to 1 ms, or not at all when the
+        node's ranks outnumber the CPUs their affinity masks allow between them; and a
+        wait idle for 10 us sleeps at once once more threads than the machine has CPUs
+        have stayed runnable for a while (the application's own threads, say).
 
     - name        : MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS
       category    : CH3
@@ -60,7 +60,14 @@ static int next_peer;           /* round-robin start of the inbox scan */
  * the rings, say); a correct doorbell makes it irrelevant. */
 #define SMHEAP_SLEEP_NSEC (10 * 1000 * 1000)
 
-#define SMHEAP_SPIN_POLLS_ALONE 2000  /* polls of a rank with a CPU of its own (measured) */
+/* How long a rank with a CPU of its own spins before it yields.  A sleep costs far more
+ * than its system calls on a virtual machine, whose idle CPU goes back to the host: on a
+ * 2-CPU KVM guest (AMD EPYC), where the host takes a CPU away for tens of microseconds
+ * hundreds of times a second, an 8-byte ping-pong slept 150-240 times a second with 2000
+ * polls of spin (about 50 us) and ran 10 % slower than with 20000 (half a millisecond: 2-5
+ * sleeps).  A time, not a count of polls: a poll costs more with more peers to look at. */
+#define SMHEAP_SPIN_NSEC_ALONE (1000 * 1000L)
+#define SMHEAP_SPIN_UNBOUNDED (INT_MAX / 2)    /* polls: the spin ends by time */
 
 /* A job that spans nodes looks at its sockets every this many polls (a poll() system call
  * each time), and always before it sleeps; right after an event, at the next poll.  A rank
@@ -371,6 +378,7 @@ static int poll_once(int *made_progress)
  * (spin_polls 0, chosen in MPIDI_CH3I_Progress_init). */
 static int spin_polls, yield_polls;
 static int spin_auto;           /* spin_polls is ours to choose, not the user's */
+static long long spin_nsec;     /* when it is: how long to spin, or 0 not at all */
 static int machine_cpus;        /* online */
 
 /* A wait idle for longer than a message takes asks, every SMHEAP_CONTENTION_EVERY polls,
@@ -381,6 +389,11 @@ static int machine_cpus;        /* online */
  * are, they tend to stay so for a while. */
 #define SMHEAP_UNCONTENDED_NSEC (20 * 1000L)
 #define SMHEAP_CONTENDED_NSEC (1000 * 1000L)
+/* Readings in a row, each at least SMHEAP_UNCONTENDED_NSEC after the last, that must find
+ * the CPUs contended: the kernel's count includes its own threads, which run for a few
+ * microseconds at a time (one reading in 11 found a third thread runnable beside two busy
+ * ones, on an otherwise idle 2-CPU guest), while threads that compete with us stay. */
+#define SMHEAP_CONTENDED_READINGS 3
 
 static int loadavg_fd = -1;
 
@@ -393,7 +406,7 @@ static int loadavg_fd = -1;
 static int cpus_contended(long long ns)
 {
     static long long valid_until;
-    static int contended;
+    static int contended, in_a_row;
     char text[128], *p = text;
     ssize_t n;
 
@@ -407,22 +420,30 @@ static int cpus_contended(long long ns)
     text[n] = '\0';
     for (int field = 0; field < 3 && p != NULL; field++)
         p = strchr(p + 1, ' ');
-    contended = p != NULL && atoi(p) > machine_cpus;
+    in_a_row = p != NULL && atoi(p) > machine_cpus ? in_a_row + 1 : 0;
+    contended = in_a_row >= SMHEAP_CONTENDED_READINGS;
     valid_until = ns + (contended ? SMHEAP_CONTENDED_NSEC : SMHEAP_UNCONTENDED_NSEC);
     return contended;
 }
 
+enum spin_verdict { SPIN_ON, SPIN_DONE, SPIN_CONTENDED };
+
 /* Called every SMHEAP_CONTENTION_EVERY idle polls of a wait whose spin is ours to choose:
- * should it stop spinning?  idle_since: when this stretch of idle polls began. */
-static int spin_contended(int idle, long long *idle_since)
+ * should it stop spinning, because it has spun long enough or because the CPUs are
+ * contended?  idle_since: when this stretch of idle polls began. */
+static enum spin_verdict spin_verdict(int idle, long long *idle_since)
 {
     long long ns = smheap_pace_now();
 
     if (idle == SMHEAP_CONTENTION_EVERY) {
         *idle_since = ns;
-        return FALSE;
+        return SPIN_ON;
     }
-    return ns - *idle_since >= SMHEAP_CONTENTION_IDLE_NSEC && cpus_contended(ns);
+    if (ns - *idle_since >= spin_nsec)
+        return SPIN_DONE;
+    if (ns - *idle_since >= SMHEAP_CONTENTION_IDLE_NSEC && cpus_contended(ns))
+        return SPIN_CONTENDED;
+    return SPIN_ON;
 }
 
 /* MPICH's global lock may be held recursively; release it for the duration of fn(arg), as
@@ -549,12 +570,17 @@ static int wait_until(int (*ready) (void *), void *arg)
         if (made_progress) {
             idle = 0;
         } else if (++idle < spin_polls) {
-            if (spin_auto && idle % SMHEAP_CONTENTION_EVERY == 0 &&
-                spin_contended(idle, &idle_since)) {
-                /* the CPU is better given up for good than yielded now and then */
-                MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_contended_waits, 1);
-                idle = spin_polls + yield_polls;
-                continue;
+            if (spin_auto && idle % SMHEAP_CONTENTION_EVERY == 0) {
+                enum spin_verdict v = spin_verdict(idle, &idle_since);
+
+                if (v == SPIN_CONTENDED) {
+                    /* the CPU is better given up for good than yielded now and then */
+                    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_contended_waits, 1);
+                    idle = spin_polls + yield_polls;
+                    continue;
+                }
+                if (v == SPIN_DONE)
+                    idle = spin_polls;  /* yield from the next poll on */
             }
 #ifdef MPICH_IS_THREADED
             /* let the application's other threads into MPI now and then */
@@ -663,6 +689,11 @@ size_t MPIDI_CH3I_Progress_spin_polls(void)
     return (size_t) spin_polls;
 }
 
+size_t MPIDI_CH3I_Progress_spin_usec(void)
+{
+    return (size_t) (spin_nsec / 1000);
+}
+
 static void choose_spin(void)
 {
     spin_auto = MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS < 0;
@@ -670,8 +701,13 @@ static void choose_spin(void)
     if (spin_auto && loadavg_fd < 0)
         loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
     spin_polls = MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS;
-    if (spin_polls < 0)
-        spin_polls = oversubscribed()? 0 : SMHEAP_SPIN_POLLS_ALONE;
+    spin_nsec = 0;
+    if (spin_auto && !oversubscribed()) {
+        spin_polls = SMHEAP_SPIN_UNBOUNDED;
+        spin_nsec = SMHEAP_SPIN_NSEC_ALONE;
+    } else if (spin_auto) {
+        spin_polls = 0;
+    }
     yield_polls = MPL_MAX(MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS, 0);
 }
 
