@@ -24,34 +24,38 @@ static inline view_t block_of(blocks_t b, int r)
     return view_of((char *) b.buf + displ * b.extent, count, b.dt);
 }
 
-/* Blocks that fit in a cell: every rank publishes its block there and copies the others'
- * from their cells, each of the length its counts say; nobody waits for its readers. */
-static int allgather_inline(smheap_coll_comm_t * cc, int me, view_t in, blocks_t out,
-                            int in_place, uint64_t offered, uint64_t copied)
+/* Blocks that fit in a cell: every rank publishes `in` there and copies the others' blocks
+ * from their cells, each of the length its counts say; nobody waits for its readers.  A cell
+ * holds one block (Allgather(v)), or with `each` one block for every rank in rank order, of
+ * which a reader takes its own (Alltoall).  mine: this rank's block for itself, within in. */
+static int exchange_inline(smheap_coll_comm_t * cc, int me, view_t in, view_t mine,
+                           blocks_t out, int each, int in_place, uint64_t offered,
+                           uint64_t copied)
 {
     int mpi_errno = MPI_SUCCESS, n = cc->size;
-    smheap_coll_cell_t *mine;
+    smheap_coll_cell_t *own;
     const smheap_coll_cell_t *c;
 
-    mpi_errno = write_cell(cc, me, in, MPIR_ERR_NONE, &mine);
+    mpi_errno = write_cell(cc, me, in, MPIR_ERR_NONE, &own);
     MPIR_ERR_CHECK(mpi_errno);
     wake_readers(cc);
     for (int i = 1; i <= n && mpi_errno == MPI_SUCCESS; i++) {
-        int r = (me + i) % n;
+        int r = (me + i) % n;   /* own block last, and peers staggered */
         view_t to = block_of(out, r);
+        MPI_Aint whole = each ? to.bytes * n : to.bytes;
 
         if ((r == me && in_place) || to.bytes == 0)
             continue;
         if (r == me) {
-            mpi_errno = copy_view(in, to);
+            mpi_errno = copy_view(mine, to);
             continue;
         }
         WAIT_INLINE(cc, r, offered, &c);
-        if (c->bytes != to.bytes)
+        if (c->bytes != whole)
             MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
-                          "**collective_size_mismatch %d %d", (int) c->bytes, (int) to.bytes);
+                          "**collective_size_mismatch %d %d", (int) c->bytes, (int) whole);
         else
-            mpi_errno = unpack_into(to, c->data, to.bytes, 0);
+            mpi_errno = unpack_into(to, c->data + (each ? me * to.bytes : 0), to.bytes, 0);
     }
     reach(cc, me, copied);
     MPIR_ERR_CHECK(mpi_errno);
@@ -94,7 +98,8 @@ static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendt
     if (fits_inline(block)) {
         blocks_t out = { recvbuf, recvcount, NULL, NULL, recvtype, extent_of(recvtype) };
 
-        mpi_errno = allgather_inline(cc, me, in, out, sendbuf == MPI_IN_PLACE, offered, copied);
+        mpi_errno = exchange_inline(cc, me, in, in, out, 0, sendbuf == MPI_IN_PLACE, offered,
+                                    copied);
         MPIR_ERR_CHECK(mpi_errno);
         goto fn_exit;
     }
@@ -121,42 +126,6 @@ static int allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendt
     goto fn_exit;
 }
 
-/* All of a rank's blocks fit in a cell: every rank publishes them there and takes its block
- * from each peer's cell; nobody waits for its readers.  mine: this rank's block of sv for
- * itself, to: where it goes in rv. */
-static int alltoall_inline(smheap_coll_comm_t * cc, int me, view_t sv, view_t mine, view_t rv,
-                           view_t to, int in_place, uint64_t offered, uint64_t copied)
-{
-    int mpi_errno = MPI_SUCCESS, n = cc->size;
-    MPI_Aint block = rv.bytes / n;
-    smheap_coll_cell_t *own;
-    const smheap_coll_cell_t *c;
-
-    mpi_errno = write_cell(cc, me, sv, MPIR_ERR_NONE, &own);
-    MPIR_ERR_CHECK(mpi_errno);
-    wake_readers(cc);
-    for (int i = 1; i < n && mpi_errno == MPI_SUCCESS; i++) {
-        int r = (me + i) % n;
-
-        WAIT_INLINE(cc, r, offered, &c);
-        if (c->bytes != sv.bytes)
-            MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
-                          "**collective_size_mismatch %d %d", (int) c->bytes, (int) sv.bytes);
-        else
-            mpi_errno = unpack_into(rv, c->data + me * block, block, r * block);
-    }
-    if (mpi_errno == MPI_SUCCESS && !in_place)
-        mpi_errno = copy_view(mine, to);
-    reach(cc, me, copied);
-    MPIR_ERR_CHECK(mpi_errno);
-    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
-
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
-}
-
 static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                     void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                     MPIR_Comm * comm, MPIR_Errflag_t * errflag)
@@ -178,14 +147,13 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
     offered = next_step(cc);
     copied = next_step(cc);
     if (fits_inline(sv.bytes)) {
-        MPI_Aint rcount = recvcount, scount = in_place ? recvcount : sendcount;
+        blocks_t out = { recvbuf, recvcount, NULL, NULL, recvtype, extent_of(recvtype) };
+        MPI_Aint scount = in_place ? recvcount : sendcount;
         MPI_Datatype stype = in_place ? recvtype : sendtype;
+        view_t mine = view_of((const char *) sv.buf + me * scount * extent_of(stype), scount,
+                              stype);
 
-        mpi_errno = alltoall_inline(cc, me, sv, view_of((const char *) sv.buf + me * scount *
-                                                        extent_of(stype), scount, stype),
-                                    rv, view_of((char *) recvbuf + me * rcount *
-                                                extent_of(recvtype), rcount, recvtype),
-                                    in_place, offered, copied);
+        mpi_errno = exchange_inline(cc, me, sv, mine, out, 1, in_place, offered, copied);
         MPIR_ERR_CHECK(mpi_errno);
         goto fn_exit;
     }
@@ -241,7 +209,7 @@ static int allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
             MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
                                  "**collective_size_mismatch %d %d", (int) in.bytes,
                                  (int) (recvcounts[me] * rsize));
-        mpi_errno = allgather_inline(cc, me, in, out, in_place, offered, copied);
+        mpi_errno = exchange_inline(cc, me, in, in, out, 0, in_place, offered, copied);
         MPIR_ERR_CHECK(mpi_errno);
         goto fn_exit;
     }
