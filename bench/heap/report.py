@@ -88,12 +88,14 @@ def main():
             limit = LIMIT_REALLOC if key[0] == "realloc" else LIMIT
             if limits and r > limit:
                 row += "   over the limit of %.2fx" % limit
-                over.append(label(*key))
+                over.append(key)
         lines.append(row)
     lines += ["", "slowest against glibc: %s at %.2fx" % (worst[1], worst[0])]
     if limits:
         lines.append("patterns over the limit (%.2fx, realloc %.2fx): %s" %
-                     (LIMIT, LIMIT_REALLOC, ", ".join(over) if over else "none"))
+                     (LIMIT, LIMIT_REALLOC, ", ".join(label(*k) for k in over) or "none"))
+        with open(os.path.join(outdir, "heap.over"), "w") as f:
+            f.writelines("%s %d\n" % k for k in over)
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     with open(os.path.join(outdir, "heap.txt"), "w") as f:

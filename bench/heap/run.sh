@@ -13,7 +13,8 @@
 # Settings for a quick check (test/checks/heap_patterns.sh): HEAP_BENCH_QUICK=1 (sizes up
 # to 64 MiB, an eighth of the operations), HEAP_BENCH_ALLOCATORS="smheap glibc",
 # HEAP_BENCH_OUT=DIR, HEAP_BENCH_LIMITS=1 (fail if the shared heap takes more than 1.25x
-# glibc's time on a pattern, 2x on realloc growth).
+# glibc's time on a pattern, 2x on realloc growth; a pattern over it is first measured
+# again for twice as many rounds more, and judged on all its rounds).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-5}
@@ -63,19 +64,39 @@ run_one() {  # allocator pattern-args...: the pattern's lines, each prefixed by 
 }
 
 raw="$out/heap.raw"
-: > "$raw"
-mapfile -t plist < <(patterns)
+keys="$out/heap.keys"      # each pattern's arguments and the key its lines carry
+: > "$raw"; : > "$keys"
 n=${#allocators[@]}
-for r in $(seq "$runs"); do
-    for p in "${plist[@]}"; do
-        for i in $(seq 0 $((n - 1))); do
-            a=${allocators[$(( (i + r) % n ))]}
-            # shellcheck disable=SC2086
-            run_one "$a" $p | sed "s/^/$r /" >> "$raw"
+rounds() {  # first last pattern-lines...: those patterns, rounds first..last, into $raw
+    local first=$1 last=$2 r p i a
+    shift 2
+    for r in $(seq "$first" "$last"); do
+        for p in "$@"; do
+            for i in $(seq 0 $((n - 1))); do
+                a=${allocators[$(( (i + r) % n ))]}
+                # shellcheck disable=SC2086
+                run_one "$a" $p | sed "s/^/$r /" >> "$raw"
+            done
+            [ "$r" = 1 ] && echo "$(tail -2 "$raw" | head -1 | cut -d' ' -f3,4)|$p" >> "$keys"
         done
+        echo "bench/heap: round $r of $last done"
     done
-    echo "bench/heap: round $r of $runs done"
-done
+}
+report() {
+    python3 "$top/bench/heap/report.py" "$raw" "$out" "$(bench_machine)" \
+        "$1" ${HEAP_BENCH_LIMITS:+--limits}
+}
 . "$top/bench/benchlib.sh"
-python3 "$top/bench/heap/report.py" "$raw" "$out" "$(bench_machine)" \
-    "$runs" ${HEAP_BENCH_LIMITS:+--limits}
+mapfile -t plist < <(patterns)
+rounds 1 "$runs" "${plist[@]}"
+report "$runs" && exit 0
+[ -n "${HEAP_BENCH_LIMITS:-}" ] || exit 1
+# This host's speed can change from one process to the next (a virtual machine's neighbours):
+# a pattern over the limit is measured again, twice as many rounds more, and judged on all
+# of its rounds together; the limit stays.
+mapfile -t again < <(awk -F'|' 'NR == FNR { over[$0] = 1; next } $1 in over { print $2 }' \
+                     "$out/heap.over" "$keys")
+[ ${#again[@]} -gt 0 ] || exit 1
+echo "bench/heap: over the limit after $runs rounds: ${again[*]}; $((2 * runs)) rounds more"
+rounds $((runs + 1)) $((3 * runs)) "${again[@]}"
+report "$runs to $((3 * runs))"
