@@ -2,6 +2,10 @@
  * Unit tests for the channel's ring and doorbell (no MPICH needed):
  *   - a ring fills at exactly its cell count, hands cells back in order, and keeps
  *     working when its free-running positions wrap past UINT_MAX;
+ *   - its hot cell takes a short message only once the producer has been told (by an ack)
+ *     that the consumer released the last one there; the consumer finds messages in order
+ *     whether they are in the hot cell or their own, and a cell or hot cell written 2^32
+ *     positions ago never passes for a new message;
  *   - its warm slot holds one message's data at a time: the producer gets it back only
  *     once the consumer has released the cell that used it, also across UINT_MAX, and
  *     never for more data than it holds;
@@ -12,7 +16,10 @@
  *     from another process, and otherwise sleeps until its timeout;
  *   - two processes stream 200,000 messages through a small ring, each side sleeping on
  *     its doorbell when it cannot proceed: every message arrives once, in order, intact,
- *     and no sleep ends by timeout (a lost wake-up would show up as one).
+ *     and no sleep ends by timeout (a lost wake-up would show up as one);
+ *   - two processes exchange 200,000 messages in bursts and replies through a pair of
+ *     rings with hot cells, each reply acknowledging what its sender has read: every
+ *     message arrives once, in order, intact, through the hot cells and the others.
  */
 
 #include "smheap_doorbell.h"
@@ -47,21 +54,24 @@ static double now(void)
 }
 
 static void ring_at(smheap_ring_end_t * p, smheap_ring_end_t * c, smheap_ring_t * r,
-                    unsigned start)
+                    uint64_t start)
 {
-    atomic_store(&r->head, start);
-    *p = (smheap_ring_end_t) { r, start, start, start, start };
-    *c = (smheap_ring_end_t) { r, start, start, start, start };
+    unsigned s32 = (unsigned) start;
+
+    atomic_store(&r->head, s32);
+    *p = (smheap_ring_end_t) {
+    .ring = r,.pos = start,.head_seen = s32,.warm_pos = s32,.warm_retry = s32,.hot_pos = s32};
+    *c = *p;
 }
 
 static void test_fill_order_wrap(void)
 {
-    smheap_ring_geometry_t g = { 4, 256 };
+    smheap_ring_geometry_t g = { .cells = 4, .cell_size = 256 };
     smheap_ring_t *r = shared_zeroed(smheap_ring_size(&g));
     smheap_ring_end_t p, c;
-    unsigned starts[] = { 0, UINT_MAX - 5 };
+    uint64_t starts[] = { 0, UINT_MAX - 5 };
 
-    CHECK(smheap_cell_payload(&g) == 256 - 16);
+    CHECK(smheap_cell_payload(&g) == 256 - 24);
     CHECK(sizeof(smheap_cell_t) == SMHEAP_CACHELINE);   /* the payload starts in line 0 */
     for (int s = 0; s < 2; s++) {
         ring_at(&p, &c, r, starts[s]);
@@ -73,7 +83,7 @@ static void test_fill_order_wrap(void)
                 if (!cell)
                     return;
                 memcpy(cell->payload, &i, sizeof i);
-                smheap_ring_publish(&p, cell, sizeof i);
+                smheap_ring_publish(&p, cell, sizeof i, 0);
             }
             CHECK(smheap_ring_reserve(&p, &g) == NULL);        /* full at 4 */
             CHECK(smheap_ring_peek(&c, &g) != NULL);
@@ -97,10 +107,10 @@ static void test_fill_order_wrap(void)
 
 static void test_warm_slot(void)
 {
-    smheap_ring_geometry_t g = { 4, 256, 128 };
+    smheap_ring_geometry_t g = { .cells = 4, .cell_size = 256, .warm_size = 128 };
     smheap_ring_t *r = shared_zeroed(smheap_ring_size(&g));
     smheap_ring_end_t p, c;
-    unsigned starts[] = { 0, UINT_MAX - 5 };
+    uint64_t starts[] = { 0, UINT_MAX - 5 };
 
     CHECK(smheap_ring_warm_slot(r, &g) == (char *) r + smheap_ring_size(&g) - 128);
     for (int s = 0; s < 2; s++) {
@@ -115,14 +125,14 @@ static void test_warm_slot(void)
                 return;
             CHECK(smheap_ring_reserve_warm(&p, &g, 129) == NULL);      /* too big */
             memcpy(warm, &v, sizeof v);
-            smheap_ring_publish_warm(&p, cell, 8, 100);
+            smheap_ring_publish_warm(&p, cell, 8, 100, 0);
             /* the slot is taken until the consumer releases that cell... */
             other = smheap_ring_reserve(&p, &g);
             CHECK(other != NULL && smheap_ring_reserve_warm(&p, &g, 1) == NULL);
             if (!other)
                 return;
-            smheap_ring_publish(&p, other, 4);
-            p.warm_retry = p.pos;       /* (found busy: it would wait before looking again) */
+            smheap_ring_publish(&p, other, 4, 0);
+            p.warm_retry = (unsigned) p.pos;       /* (found busy: it would wait before looking again) */
             cell = smheap_ring_peek(&c, &g);
             CHECK(cell != NULL && cell->len == 8 && cell->apart_len == 100 && cell->apart_at == 0);
             if (!cell)
@@ -143,12 +153,12 @@ static void test_warm_slot(void)
 
 static void test_spread(void)
 {
-    smheap_ring_geometry_t g = { 4, 1024 + 64, 0 };
+    smheap_ring_geometry_t g = { .cells = 4, .cell_size = 1024 + 64 };
     smheap_ring_t *r = shared_zeroed(smheap_ring_size(&g));
     smheap_ring_end_t p, c;
     size_t hdr = 56, len = 200;
     size_t first = (offsetof(smheap_cell_t, payload) + hdr + 63) / 64 * 64;
-    unsigned starts[] = { 0, UINT_MAX - 9 };
+    uint64_t starts[] = { 0, UINT_MAX - 9 };
 
     CHECK(smheap_ring_spread(&p, &g, hdr, 0) == 0);
     CHECK(smheap_ring_spread(&p, &g, hdr, g.cell_size - first + 1) == 0);      /* no room */
@@ -171,7 +181,7 @@ static void test_spread(void)
                 if (s == 0)
                     CHECK(at == seen[lap]);     /* one offset per lap */
                 memcpy((char *) cell + at, &v, sizeof v);
-                smheap_ring_publish_apart(&p, cell, hdr, len, at);
+                smheap_ring_publish_apart(&p, cell, hdr, len, at, 0);
                 cell = smheap_ring_peek(&c, &g);
                 CHECK(cell != NULL && cell->len == hdr && cell->apart_len == len);
                 if (!cell)
@@ -184,6 +194,77 @@ static void test_spread(void)
         if (s == 0)     /* each lap elsewhere in the cells (3 places for 200 bytes) */
             CHECK(seen[0] != seen[1] && seen[1] != seen[2] && seen[2] != seen[3]);
     }
+    munmap(r, smheap_ring_size(&g));
+}
+
+/* Publish one int, in the hot cell if the producer may use it; says which. */
+static int send_int(smheap_ring_end_t * p, const smheap_ring_geometry_t * g, int v, unsigned ack)
+{
+    smheap_cell_t *cell = smheap_ring_reserve(p, g), *hot;
+
+    if (cell == NULL)
+        return -1;
+    if ((hot = smheap_ring_reserve_hot(p, g, sizeof v)) != NULL)
+        cell = hot;
+    memcpy(cell->payload, &v, sizeof v);
+    smheap_ring_publish(p, cell, sizeof v, ack);
+    return hot != NULL;
+}
+
+/* The next message's int, or -1 if there is none; released. */
+static int recv_int(smheap_ring_end_t * c, const smheap_ring_geometry_t * g, int *hot)
+{
+    smheap_cell_t *cell = smheap_ring_peek(c, g);
+    int v;
+
+    if (cell == NULL)
+        return -1;
+    *hot = cell == smheap_ring_hot_cell(c->ring);
+    memcpy(&v, cell->payload, sizeof v);
+    smheap_ring_release(c);
+    return v;
+}
+
+static void test_hot_cell(void)
+{
+    smheap_ring_geometry_t g = { .cells = 4, .cell_size = 256, .hot_size = 128 };
+    smheap_ring_geometry_t none = { .cells = 4, .cell_size = 256 };
+    smheap_ring_t *r = shared_zeroed(smheap_ring_size(&g));
+    smheap_ring_end_t p, c;
+    uint64_t starts[] = { 0, UINT_MAX - 2, (uint64_t) 7 << 32 };
+    int hot;
+
+    CHECK(smheap_ring_size(&g) == 64 + 128 + 4 * 256);
+    for (int s = 0; s < 3; s++) {
+        ring_at(&p, &c, r, starts[s]);
+        CHECK(smheap_ring_reserve(&p, &g) != NULL);
+        CHECK(smheap_ring_reserve_hot(&p, &g, 128 - 24 + 1) == NULL);  /* too big */
+        CHECK(smheap_ring_reserve_hot(&p, &none, 1) == NULL);         /* no hot cell */
+        CHECK(send_int(&p, &g, 1, 0) == 1);     /* a new ring's hot cell is free */
+        /* not yet read: the next two take their own cells, in the consumer's order */
+        CHECK(send_int(&p, &g, 2, 0) == 0 && send_int(&p, &g, 3, 0) == 0);
+        CHECK(recv_int(&c, &g, &hot) == 1 && hot);
+        CHECK(recv_int(&c, &g, &hot) == 2 && !hot);
+        /* read, but nobody said so: the producer does not look at the head for it */
+        CHECK(send_int(&p, &g, 4, 0) == 0);
+        smheap_ring_take_ack(&p, (unsigned) c.pos);     /* a reply says so */
+        CHECK(send_int(&p, &g, 5, 0) == 1);
+        smheap_ring_take_ack(&p, (unsigned) c.pos - 1); /* an older ack changes nothing */
+        CHECK(p.head_seen == (unsigned) c.pos);
+        CHECK(recv_int(&c, &g, &hot) == 3 && !hot);
+        CHECK(recv_int(&c, &g, &hot) == 4 && !hot);
+        CHECK(recv_int(&c, &g, &hot) == 5 && hot);
+        CHECK(recv_int(&c, &g, &hot) == -1);
+    }
+    /* 2^32 positions later, a cell and the hot cell still hold messages from before
+     * (their positions were taken by the other): neither passes for a new one */
+    memset(r, 0, smheap_ring_size(&g));
+    ring_at(&p, &c, r, 0);
+    CHECK(send_int(&p, &g, 1, 0) == 1 && send_int(&p, &g, 2, 0) == 0);
+    ring_at(&p, &c, r, (uint64_t) 1 << 32);
+    CHECK(smheap_ring_peek(&c, &g) == NULL);
+    c.pos++;
+    CHECK(smheap_ring_peek(&c, &g) == NULL);
     munmap(r, smheap_ring_size(&g));
 }
 
@@ -276,7 +357,7 @@ static void wait_on(smheap_doorbell_t * b, stream_shared_t * sh, smheap_ring_end
 
 static void produce(smheap_ring_t * r, const smheap_ring_geometry_t * g, stream_shared_t * sh)
 {
-    smheap_ring_end_t p = { r, 0, 0 };
+    smheap_ring_end_t p = { .ring = r };
     size_t max = smheap_cell_payload(g);
 
     for (unsigned i = 0; i < NMSG; i++) {
@@ -287,14 +368,14 @@ static void produce(smheap_ring_t * r, const smheap_ring_geometry_t * g, stream_
         memcpy(cell->payload, &i, sizeof i);
         for (size_t j = sizeof i; j < len; j++)
             cell->payload[j] = (char) (i + j);
-        smheap_ring_publish(&p, cell, len);
+        smheap_ring_publish(&p, cell, len, 0);
         smheap_doorbell_ring(&sh->to_consumer);
     }
 }
 
 static int consume(smheap_ring_t * r, const smheap_ring_geometry_t * g, stream_shared_t * sh)
 {
-    smheap_ring_end_t c = { r, 0, 0 };
+    smheap_ring_end_t c = { .ring = r };
     size_t max = smheap_cell_payload(g);
     int bad = 0;
 
@@ -318,9 +399,115 @@ static int consume(smheap_ring_t * r, const smheap_ring_geometry_t * g, stream_s
     return bad;
 }
 
+/* Bursts of 1 to 4 messages, the last of each asking for a reply; every message carries
+ * its sender's ack.  Both sides busy-poll. */
+#define BURST_MSGS 200000
+
+typedef struct {
+    atomic_int hot_msgs, hot_replies, replies, bad;
+} burst_shared_t;
+
+/* Send v (and whether a reply is wanted), in the hot cell if we may; says whether. */
+static int send_pair(smheap_ring_end_t * out, const smheap_ring_end_t * in,
+                     const smheap_ring_geometry_t * g, int v, int ask)
+{
+    smheap_cell_t *cell, *hot;
+
+    while ((cell = smheap_ring_reserve(out, g)) == NULL);
+    if ((hot = smheap_ring_reserve_hot(out, g, 2 * sizeof(int))) != NULL)
+        cell = hot;
+    memcpy(cell->payload, &v, sizeof v);
+    memcpy(cell->payload + sizeof v, &ask, sizeof ask);
+    smheap_ring_publish(out, cell, 2 * sizeof(int), (unsigned) in->pos);
+    return hot != NULL;
+}
+
+/* Wait for the next message, take its ack, read it and release it. */
+static int recv_pair(smheap_ring_end_t * in, smheap_ring_end_t * out,
+                     const smheap_ring_geometry_t * g, int *ask)
+{
+    smheap_cell_t *cell;
+    int v;
+
+    while ((cell = smheap_ring_peek(in, g)) == NULL);
+    smheap_ring_take_ack(out, cell->ack);
+    memcpy(&v, cell->payload, sizeof v);
+    memcpy(ask, cell->payload + sizeof v, sizeof *ask);
+    smheap_ring_release(in);
+    return v;
+}
+
+static void burst_sender(smheap_ring_end_t * out, smheap_ring_end_t * in,
+                         const smheap_ring_geometry_t * g, burst_shared_t * sh)
+{
+    int v = 0, hot = 0, ask;
+
+    for (int bursts = 0; v < BURST_MSGS; bursts++) {
+        int n = 1 + bursts % 4;
+
+        for (int k = 0; k < n && v < BURST_MSGS; k++, v++)
+            hot += send_pair(out, in, g, v, k == n - 1 || v == BURST_MSGS - 1);
+        if (recv_pair(in, out, g, &ask) != v - 1)
+            atomic_fetch_add(&sh->bad, 1);
+    }
+    send_pair(out, in, g, -1, 0);
+    atomic_store(&sh->hot_msgs, hot);
+}
+
+static void burst_replier(smheap_ring_end_t * out, smheap_ring_end_t * in,
+                          const smheap_ring_geometry_t * g, burst_shared_t * sh)
+{
+    int next = 0, hot = 0, replies = 0, ask, v;
+
+    while ((v = recv_pair(in, out, g, &ask)) != -1) {
+        if (v != next++)
+            atomic_fetch_add(&sh->bad, 1);
+        if (ask) {
+            hot += send_pair(out, in, g, v, 0);
+            replies++;
+        }
+    }
+    atomic_store(&sh->hot_replies, hot);
+    atomic_store(&sh->replies, replies);
+}
+
+static void test_two_process_bursts(void)
+{
+    smheap_ring_geometry_t g = { .cells = 8, .cell_size = 256, .hot_size = 128 };
+    char *rings = shared_zeroed(2 * smheap_ring_size(&g));
+    smheap_ring_t *ab = (smheap_ring_t *) rings;
+    smheap_ring_t *ba = (smheap_ring_t *) (rings + smheap_ring_size(&g));
+    burst_shared_t *sh = shared_zeroed(sizeof *sh);
+    smheap_ring_end_t out, in;
+    int status;
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        smheap_ring_end_init(&out, ba);
+        smheap_ring_end_init(&in, ab);
+        burst_replier(&out, &in, &g, sh);
+        _exit(0);
+    }
+    smheap_ring_end_init(&out, ab);
+    smheap_ring_end_init(&in, ba);
+    burst_sender(&out, &in, &g, sh);
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(atomic_load(&sh->bad) == 0);
+    /* the first message of each burst finds the hot cell free (the reply to the burst
+     * before said so), the others do not: 2 in 5... */
+    CHECK(atomic_load(&sh->hot_msgs) == atomic_load(&sh->replies));
+    CHECK(atomic_load(&sh->replies) == BURST_MSGS / 5 * 2);
+    /* ...and every reply finds it free (the next burst said so) */
+    CHECK(atomic_load(&sh->hot_replies) == atomic_load(&sh->replies));
+    printf("bursts: %d messages, %d bad, %d through the hot cell, %d of %d replies\n",
+           BURST_MSGS, atomic_load(&sh->bad), atomic_load(&sh->hot_msgs),
+           atomic_load(&sh->hot_replies), atomic_load(&sh->replies));
+}
+
 static void test_two_process_stream(void)
 {
-    smheap_ring_geometry_t g = { 4, 512 };
+    smheap_ring_geometry_t g = { .cells = 4, .cell_size = 512 };
     smheap_ring_t *r = shared_zeroed(smheap_ring_size(&g));
     stream_shared_t *sh = shared_zeroed(sizeof *sh);
     int status, bad;
@@ -344,9 +531,11 @@ int main(void)
     test_fill_order_wrap();
     test_warm_slot();
     test_spread();
+    test_hot_cell();
     test_doorbell_basics();
     test_doorbell_any();
     test_two_process_stream();
+    test_two_process_bursts();
     printf("%s\n", failures ? "FAILED" : "all ring and doorbell checks passed");
     return failures ? 1 : 0;
 }

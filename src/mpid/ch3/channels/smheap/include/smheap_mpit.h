@@ -13,6 +13,7 @@ extern unsigned long long PVAR_COUNTER_smheap_cells_received;
 extern unsigned long long PVAR_COUNTER_smheap_eager_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_eager_bytes;
 extern unsigned long long PVAR_COUNTER_smheap_warm_msgs;
+extern unsigned long long PVAR_COUNTER_smheap_hot_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_spread_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_single_copy_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_single_copy_bytes;

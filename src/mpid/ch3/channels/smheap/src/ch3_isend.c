@@ -50,6 +50,12 @@ static inline void copy_into_ring(char *dst, const void *src, size_t n, int time
     }
 }
 
+/* What a cell we send tells vc's process: how many of its cells to us we have released. */
+static inline unsigned our_ack(const MPIDI_VC_t * vc)
+{
+    return (unsigned) vc->ch.in.pos;
+}
+
 /* Copy as much of iov[0..*n_iov) as fits into free cells of vc's ring.  Advances *iov and
  * *n_iov past what was copied (a partly copied entry is adjusted in place).  Returns
  * TRUE when everything was copied.  timed: the pace watch may time these copies. */
@@ -87,7 +93,7 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov, int timed
                 n--;
             }
         }
-        smheap_ring_publish(&vc->ch.out, cell, used);
+        smheap_ring_publish(&vc->ch.out, cell, used, our_ack(vc));
         published = 1;
     }
     if (published)
@@ -175,12 +181,15 @@ static inline void copy_data(char *dst, const struct iovec *iov, int n_iov)
  * ring's warm slot if that is free; other data follows the header.  (Spread lines come
  * back cold; the slot's come back from the other core's cache, which is cheaper only for
  * the smallest: bench/p2p, AMD EPYC, 4 KiB ping-pong 0.41 us spread, 0.59 in the slot.)
- * This is the sending half of the small-message latency. */
+ * A short message whose last one has been read goes into the ring's hot cell, whose lines
+ * stay in both cores' caches (smheap_ring.h).  This is the sending half of the
+ * small-message latency. */
 static inline int try_send_in_one_cell(MPIDI_VC_t * vc, const struct iovec *iov, int n_iov)
 {
-    smheap_cell_t *cell = reserve_for_new_message(vc);
+    smheap_cell_t *cell = reserve_for_new_message(vc), *hot;
     const smheap_ring_geometry_t *geom = vc->ch.geom;
     size_t used = sizeof(MPIDI_CH3_Pkt_t), data = 0, at;
+    unsigned ack = our_ack(vc);
     char *warm;
     int i;
 
@@ -191,20 +200,24 @@ static inline int try_send_in_one_cell(MPIDI_VC_t * vc, const struct iovec *iov,
     if (data > smheap_cell_payload(geom) - used)
         return FALSE;   /* nothing written: the cell stays free */
     count_eager(iov[0].iov_base);
+    if ((hot = smheap_ring_reserve_hot(&vc->ch.out, geom, used + data)) != NULL) {
+        cell = hot;
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_hot_msgs, 1);
+    }
     memcpy(cell->payload, iov[0].iov_base, sizeof(MPIDI_CH3_Pkt_t));
-    if (data >= smheap_queue.spread_min &&
+    if (hot == NULL && data >= smheap_queue.spread_min &&
         (at = smheap_ring_spread(&vc->ch.out, geom, used, data)) != 0) {
         copy_data((char *) cell + at, iov, n_iov);
-        smheap_ring_publish_apart(&vc->ch.out, cell, used, data, at);
+        smheap_ring_publish_apart(&vc->ch.out, cell, used, data, at, ack);
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_spread_msgs, 1);
-    } else if (data >= smheap_queue.warm_min &&
+    } else if (hot == NULL && data >= smheap_queue.warm_min &&
                (warm = smheap_ring_reserve_warm(&vc->ch.out, geom, data)) != NULL) {
         copy_data(warm, iov, n_iov);
-        smheap_ring_publish_warm(&vc->ch.out, cell, used, data);
+        smheap_ring_publish_warm(&vc->ch.out, cell, used, data, ack);
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_warm_msgs, 1);
     } else {
         copy_data(cell->payload + used, iov, n_iov);
-        smheap_ring_publish(&vc->ch.out, cell, used + data);
+        smheap_ring_publish(&vc->ch.out, cell, used + data, ack);
     }
     smheap_doorbell_ring(vc->ch.peer_bell);
     return TRUE;

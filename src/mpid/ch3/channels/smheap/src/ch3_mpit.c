@@ -16,6 +16,7 @@ unsigned long long PVAR_COUNTER_smheap_cells_received;
 unsigned long long PVAR_COUNTER_smheap_eager_msgs;
 unsigned long long PVAR_COUNTER_smheap_eager_bytes;
 unsigned long long PVAR_COUNTER_smheap_warm_msgs;
+unsigned long long PVAR_COUNTER_smheap_hot_msgs;
 unsigned long long PVAR_COUNTER_smheap_spread_msgs;
 unsigned long long PVAR_COUNTER_smheap_single_copy_msgs;
 unsigned long long PVAR_COUNTER_smheap_single_copy_bytes;
@@ -124,6 +125,9 @@ static void register_messages(void)
     COUNTER(smheap_warm_msgs, MPI_T_VERBOSITY_USER_DETAIL,
             "eager messages (and other packets with data) whose data went through a "
             "ring's warm slot");
+    COUNTER(smheap_hot_msgs, MPI_T_VERBOSITY_USER_DETAIL,
+            "short messages and packets that went through a ring's hot cell (their "
+            "receiver had read the last one there), not through a cell of their own");
     COUNTER(smheap_spread_msgs, MPI_T_VERBOSITY_USER_DETAIL,
             "eager messages whose data went further into their cell, where the ring "
             "spreads it from lap to lap");
