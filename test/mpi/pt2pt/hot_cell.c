@@ -1,10 +1,10 @@
 /* Short messages through a ring's hot cell (one cell per ring that a short message takes
  * instead of its own whenever its sender has been told the last one there was read)
  * arrive intact and in order, however they mix with messages in cells of their own:
- *   ping-pong    0 to 128 bytes (and larger, which never use it), each reply checked:
+ *   ping-pong    0 to 512 bytes (and larger, which never use it), each reply checked:
  *                on one node, every such message of ranks 0 and 1 (but perhaps the
  *                first of each size) goes through the hot cell (MPI_T smheap_hot_msgs),
- *                and none of 1000 bytes does;
+ *                and none of 1000 or 2048 bytes does;
  *   ssend        synchronous sends, whose acknowledgements are packets of their own;
  *   bursts       1 to 8 messages sent at once, then a reply: the first of a burst finds
  *                the hot cell free, the rest take cells of their own, in order between;
@@ -14,7 +14,7 @@
 #include <string.h>
 #include "../include/smheap_test.h"
 
-#define SHORT_MAX 128   /* data the hot cell always takes */
+#define SHORT_MAX 512   /* data the hot cell always takes */
 #define STREAM 200
 
 /* Rank 0 sends n bytes made from seed to rank 1, which checks them and replies with bytes
@@ -157,7 +157,7 @@ static int any_source(int rank, int size, char *buf)
 
 int main(int argc, char **argv)
 {
-    static const int short_sizes[] = { 0, 1, 8, 64, 100, SHORT_MAX };
+    static const int short_sizes[] = { 0, 1, 8, 64, 100, 256, SHORT_MAX };
     int rank, size, prov, errs = 0, local;
     char *buf;
 
@@ -171,6 +171,7 @@ int main(int argc, char **argv)
     for (size_t s = 0; s < sizeof(short_sizes) / sizeof(short_sizes[0]); s++)
         errs += ping_pong(rank, local, buf, short_sizes[s], 0, 1);
     errs += ping_pong(rank, local, buf, 1000, 0, 0);
+    errs += ping_pong(rank, local, buf, 2048, 0, 0);
     errs += ping_pong(rank, local, buf, 8, 1, 1);
     errs += bursts(rank, buf);
     errs += stream(rank);
