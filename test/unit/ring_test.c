@@ -59,8 +59,8 @@ static void ring_at(smheap_ring_end_t * p, smheap_ring_end_t * c, smheap_ring_t 
     unsigned s32 = (unsigned) start;
 
     atomic_store(&r->head, s32);
-    *p = (smheap_ring_end_t) {
-    .ring = r,.pos = start,.head_seen = s32,.warm_pos = s32,.warm_retry = s32,.hot_pos = s32};
+    *p = (smheap_ring_end_t) { .ring = r, .pos = start, .head_seen = s32, .warm_pos = s32,
+        .warm_retry = s32, .hot_pos = s32 };
     *c = *p;
 }
 

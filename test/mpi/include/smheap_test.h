@@ -60,6 +60,62 @@ static inline int check_pattern(const char *p, int n, int seed, const char *what
     return 0;
 }
 
+/* Rank 0 sends n bytes made from seed to rank 1 (tag; synchronously if sync), which checks
+ * them and replies with bytes made from seed + 1 (tag + 1), which rank 0 checks.  Returns
+ * the number of mismatches. */
+static inline int round_trip_checked(int rank, char *buf, int n, int seed, int tag, int sync,
+                                     const char *what)
+{
+    int errs = 0;
+
+    if (rank == 0) {
+        fill_pattern(buf, n, seed);
+        if (sync)
+            MPI_Ssend(buf, n, MPI_CHAR, 1, tag, MPI_COMM_WORLD);
+        else
+            MPI_Send(buf, n, MPI_CHAR, 1, tag, MPI_COMM_WORLD);
+        memset(buf, 0, n);
+        MPI_Recv(buf, n, MPI_CHAR, 1, tag + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        errs += check_pattern(buf, n, seed + 1, what);
+    } else if (rank == 1) {
+        memset(buf, 0, n);
+        MPI_Recv(buf, n, MPI_CHAR, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        errs += check_pattern(buf, n, seed, what);
+        fill_pattern(buf, n, seed + 1);
+        MPI_Send(buf, n, MPI_CHAR, 0, tag + 1, MPI_COMM_WORLD);
+    }
+    return errs;
+}
+
+/* Rank 0 sends count messages of n bytes (made from seed, seed + 1, ...) to rank 1 without
+ * waiting; rank 1 receives them only once all were sent (unexpected ones), checking each. */
+static inline int stream_unexpected(int rank, int n, int count, int seed, int tag,
+                                    const char *what)
+{
+    int errs = 0;
+    char *bufs = malloc((size_t) count * n);
+    MPI_Request *reqs = malloc(count * sizeof(MPI_Request));
+
+    if (rank == 0) {
+        for (int i = 0; i < count; i++) {
+            fill_pattern(bufs + (size_t) i * n, n, seed + i);
+            MPI_Isend(bufs + (size_t) i * n, n, MPI_CHAR, 1, tag, MPI_COMM_WORLD, &reqs[i]);
+        }
+        MPI_Waitall(count, reqs, MPI_STATUSES_IGNORE);
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);    /* every message is sent before we receive */
+        for (int i = 0; rank == 1 && i < count; i++) {
+            memset(bufs, 0, n);
+            MPI_Recv(bufs, n, MPI_CHAR, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            errs += check_pattern(bufs, n, seed + i, what);
+        }
+    }
+    free(bufs);
+    free(reqs);
+    return errs;
+}
+
 /* This rank and peer send each other n bytes at once, out filled with fill_pattern(seed +
  * rank) and received into in; 0 if in then holds the peer's pattern, else 1. */
 static inline int exchange_both_ways(char *out, char *in, int n, int rank, int peer, int tag,
