@@ -93,8 +93,8 @@ static inline int stream_unexpected(int rank, int n, int count, int seed, int ta
                                     const char *what)
 {
     int errs = 0;
-    char *bufs = malloc((size_t) count * n);
-    MPI_Request *reqs = malloc(count * sizeof(MPI_Request));
+    char *bufs = (char *) malloc((size_t) count * n);
+    MPI_Request *reqs = (MPI_Request *) malloc(count * sizeof(MPI_Request));
 
     if (rank == 0) {
         for (int i = 0; i < count; i++) {
