@@ -116,6 +116,38 @@ static inline int stream_unexpected(int rank, int n, int count, int seed, int ta
     return errs;
 }
 
+/* Every other rank sends per messages of n bytes to rank 0, which receives them from
+ * MPI_ANY_SOURCE and checks each sender's come in order.  With reply_every > 0, rank 0
+ * answers every reply_every-th message of each sender (tag + 1), which waits for it. */
+static inline int any_source_checked(int rank, int size, char *buf, int n, int per, int tag,
+                                     int reply_every)
+{
+    int errs = 0;
+
+    if (rank == 0) {
+        int *next = (int *) calloc(size, sizeof(int));
+        MPI_Status st;
+
+        for (int i = 0; i < per * (size - 1); i++) {
+            MPI_Recv(buf, n, MPI_CHAR, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &st);
+            errs += check_pattern(buf, n, st.MPI_SOURCE * 1000 + next[st.MPI_SOURCE],
+                                  "any source");
+            if (reply_every > 0 && next[st.MPI_SOURCE] % reply_every == 0)
+                MPI_Send(buf, 0, MPI_CHAR, st.MPI_SOURCE, tag + 1, MPI_COMM_WORLD);
+            next[st.MPI_SOURCE]++;
+        }
+        free(next);
+    } else {
+        for (int i = 0; i < per; i++) {
+            fill_pattern(buf, n, rank * 1000 + i);
+            MPI_Send(buf, n, MPI_CHAR, 0, tag, MPI_COMM_WORLD);
+            if (reply_every > 0 && i % reply_every == 0)
+                MPI_Recv(buf, 0, MPI_CHAR, 0, tag + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    return errs;
+}
+
 /* This rank and peer send each other n bytes at once, out filled with fill_pattern(seed +
  * rank) and received into in; 0 if in then holds the peer's pattern, else 1. */
 static inline int exchange_both_ways(char *out, char *in, int n, int rank, int peer, int tag,

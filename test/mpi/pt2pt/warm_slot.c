@@ -72,28 +72,6 @@ static int noncontig(int rank)
     return errs;
 }
 
-static int any_source(int rank, int size, char *buf)
-{
-    int errs = 0, n = 3000, per = 30;
-
-    if (rank == 0) {
-        int *next = calloc(size, sizeof(int));
-        MPI_Status st;
-
-        for (int i = 0; i < per * (size - 1); i++) {
-            MPI_Recv(buf, n, MPI_CHAR, MPI_ANY_SOURCE, 5, MPI_COMM_WORLD, &st);
-            errs += check_pattern(buf, n, st.MPI_SOURCE * 100 + next[st.MPI_SOURCE]++, "any source");
-        }
-        free(next);
-    } else {
-        for (int i = 0; i < per; i++) {
-            fill_pattern(buf, n, rank * 100 + i);
-            MPI_Send(buf, n, MPI_CHAR, 0, 5, MPI_COMM_WORLD);
-        }
-    }
-    return errs;
-}
-
 int main(int argc, char **argv)
 {
     int rank, size, prov, errs = 0, local;
@@ -129,7 +107,7 @@ int main(int argc, char **argv)
     }
     errs += stream_unexpected(rank, 1500, STREAM, 1000, 3, "stream");
     errs += noncontig(rank);
-    errs += any_source(rank, size, buf);
+    errs += any_source_checked(rank, size, buf, 3000, 30, 5, 0);
 
     free(buf);
     smheap_test_report(errs);
