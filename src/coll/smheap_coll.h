@@ -93,6 +93,7 @@ typedef struct smheap_coll_comm {
     struct smheap_coll_tree *tree;      /* NULL: this communicator's collectives stay flat */
     int tree_call;              /* the current call runs on the tree */
     uint64_t *seen;             /* the highest step this rank has seen each rank reach */
+    int offers_inline;          /* the last offer this rank waited for came in a cell */
     int size;
     int node_rank[];            /* whose doorbell to ring for each rank */
 } smheap_coll_comm_t;

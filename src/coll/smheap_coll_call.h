@@ -534,28 +534,40 @@ static inline int read_block_cell(const smheap_coll_cell_t * c, int me, view_t t
     return mpi_errno;
 }
 
+/* A reader waiting for an offer polls the line it expects the data on, and the other one
+ * only every OFFER_OTHER_EVERY polls: each line it polls is one its writer must take back
+ * before the store that answers it, and a reader that has caught up with its writer would
+ * otherwise make it take two lines back per call instead of one. */
+#define OFFER_OTHER_EVERY 16
+
 struct offer_of {
     smheap_coll_comm_t *cc;
     int rank, phase;
     uint64_t offered;
+    int expect_inline;
+    unsigned polls;
 };
 
 static inline int has_offered(void *arg)
 {
     struct offer_of *o = arg;
+    int both = o->polls++ % OFFER_OTHER_EVERY == 0;
 
-    return cell_has_call(o->cc, o->rank, o->phase) ||
+    if ((o->expect_inline || both) && cell_has_call(o->cc, o->rank, o->phase))
+        return TRUE;
+    return (!o->expect_inline || both) &&
         atomic_load_explicit(&slot(o->cc, o->rank)->step, memory_order_acquire) >= o->offered;
 }
 
 /* Wait until `rank` has offered its data for this call: inline (*c is its cell of `phase`)
- * or in its slot (*c is NULL).  An error if the progress engine fails, or if the rank left
- * the call early.  (A rank whose data went inline may have run calls ahead since; its slot
- * no longer says anything about this call.) */
+ * or in its slot (*c is NULL), the first where the caller expects it.  An error if the
+ * progress engine fails, or if the rank left the call early.  (A rank whose data went
+ * inline may have run calls ahead since; its slot no longer says anything about this
+ * call.) */
 static inline int wait_offer_at(smheap_coll_comm_t * cc, int rank, int phase, uint64_t offered,
-                                const smheap_coll_cell_t ** c)
+                                int expect_inline, const smheap_coll_cell_t ** c)
 {
-    struct offer_of o = { cc, rank, phase, offered };
+    struct offer_of o = { cc, rank, phase, offered, expect_inline, 0 };
     int mpi_errno = MPI_SUCCESS;
 
     *c = NULL;
@@ -570,13 +582,16 @@ static inline int wait_offer_at(smheap_coll_comm_t * cc, int rank, int phase, ui
     } else {
         count_lines(1, 0);
     }
+    cc->offers_inline = *c != NULL;
     return mpi_errno;
 }
 
+/* The same, where only the writer knows which way its data go (a v-collective's counts):
+ * they are expected to go the way the last offer this rank waited for went. */
 static inline int wait_offer(smheap_coll_comm_t * cc, int rank, uint64_t offered,
                              const smheap_coll_cell_t ** c)
 {
-    return wait_offer_at(cc, rank, 0, offered, c);
+    return wait_offer_at(cc, rank, 0, offered, cc->offers_inline, c);
 }
 
 /* The same, for a call that must find the data inline (its own data went there), or in the
@@ -584,7 +599,7 @@ static inline int wait_offer(smheap_coll_comm_t * cc, int rank, uint64_t offered
 static inline int wait_offer_as(smheap_coll_comm_t * cc, int rank, int phase, uint64_t offered,
                                 int want_inline, const smheap_coll_cell_t ** c)
 {
-    int mpi_errno = wait_offer_at(cc, rank, phase, offered, c);
+    int mpi_errno = wait_offer_at(cc, rank, phase, offered, want_inline, c);
 
     if (mpi_errno == MPI_SUCCESS && (*c != NULL) != want_inline)
         MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**smheap_coll_sizes", "**smheap_coll_sizes %d",

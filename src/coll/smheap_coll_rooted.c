@@ -96,7 +96,7 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
     } else {
         const smheap_coll_cell_t *c;
 
-        CHECK_WAIT(wait_offer(cc, root, offered, &c));
+        CHECK_WAIT(wait_offer_at(cc, root, 0, offered, fits_inline(v.bytes), &c));
         sent = c ? c->bytes : slot(cc, root)->bytes;
         carried = c ? c->carried : slot(cc, root)->carried;
         if (sent == v.bytes)

@@ -79,7 +79,7 @@ int MPIDI_CH3I_Smheap_coll_tree_bcast(smheap_coll_comm_t * cc, int me, int root,
         goto fn_exit;
     }
 
-    CHECK_WAIT(wait_offer_at(cc, t->parent, 0, offered, &c));
+    CHECK_WAIT(wait_offer_at(cc, t->parent, 0, offered, TRUE, &c));
     if (c == NULL && t->parent != root)
         /* the parent did not get the root's data inline: it passed a different amount */
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**smheap_coll_sizes",
