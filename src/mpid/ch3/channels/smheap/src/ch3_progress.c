@@ -27,7 +27,7 @@ cvars:
         has a core of its own; spinning only delays the peer it waits for when the ranks
         outnumber their CPUs.  -1 chooses: spin for up to 1 ms, or not at all when the
         node's ranks outnumber the CPUs their affinity masks allow between them; and a
-        wait idle for 10 us sleeps at once once more threads than the machine has CPUs
+        wait idle for 10 us sleeps at once when more threads than the machine has CPUs
         have stayed runnable for a while (the application's own threads, say).
 
     - name        : MPIR_CVAR_CH3_SMHEAP_YIELD_POLLS
