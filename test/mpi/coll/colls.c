@@ -331,13 +331,15 @@ static void test_vectors(MPI_Comm comm, int heap, int n)
 static void test_comm(MPI_Comm comm, MPI_Datatype mat4, MPI_Datatype strided, MPI_Op usum,
                       MPI_Op mmul)
 {
-    int sizes[] = { 1, 1000, MAXN };
-    for (int k = 0; k < 3; k++)
+    /* 20000 ints: an Allreduce done whole by every rank on few ranks, split on more (where
+     * the inputs every rank would pull outgrow a quarter of the L2 cache) */
+    int sizes[] = { 1, 1000, 20000, MAXN };
+    for (int k = 0; k < 4; k++)
         for (int heap = 1; heap >= 0; heap--) {
             MPI_Barrier(comm);
             test_reductions(comm, heap, sizes[k], mat4, usum, mmul);
-            test_movers(comm, heap, sizes[k] / (k == 2 ? 10 : 1), strided);
-            test_vectors(comm, heap, sizes[k] / (k == 2 ? 10 : 1));
+            test_movers(comm, heap, sizes[k] / (k == 3 ? 10 : 1), strided);
+            test_vectors(comm, heap, sizes[k] / (k == 3 ? 10 : 1));
         }
 }
 

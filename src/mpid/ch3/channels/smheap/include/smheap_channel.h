@@ -1,7 +1,7 @@
 /*
  * ch3:smheap -- what the channel offers the shared-heap collectives (src/coll), and all
- * they may use of it: waiting the channel's way, waking ranks, the heap's state and the
- * channel's bulk copy.
+ * they may use of it: waiting the channel's way, waking ranks, the heap's state, the
+ * node's cache size and the channel's bulk copy.
  */
 
 #ifndef SMHEAP_CHANNEL_H_INCLUDED
@@ -32,6 +32,9 @@ void MPIDI_CH3I_Smheap_wake_node_ranks(const int *ranks, int n);
 /* The index among this node's ranks (of its rings, doorbell and heap slice) of the process
  * at `rank` of comm, or -1 if it is on another node or of another job. */
 int MPIDI_CH3I_Smheap_node_rank(MPIR_Comm * comm, int rank);
+
+/* Bytes of a second-level cache of this node, the same in all its ranks (0: unknown). */
+size_t MPIDI_CH3I_Smheap_node_cache_l2(void);
 
 /* 1 when every rank of this node allocates from one shared heap (set at MPI_Init). */
 extern int MPIDI_CH3I_Smheap_heap_shared;

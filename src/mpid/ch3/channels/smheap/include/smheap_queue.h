@@ -21,6 +21,7 @@ typedef struct smheap_queue {
     int nranks;
     int my_rank;
     int node_cpus;              /* CPUs the node's ranks may run on between them */
+    size_t cache_l2;            /* bytes of the first local rank's L2 cache (0: unknown) */
     smheap_ring_geometry_t geom;
     size_t warm_min;            /* eager data from this size uses a ring's warm slot */
     size_t spread_min;          /* or, if the slot is busy, is spread into its cell */

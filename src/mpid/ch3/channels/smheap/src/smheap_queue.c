@@ -193,12 +193,13 @@ static void set_geometry(size_t ring, size_t cell, size_t warm)
 
 /* Every rank must lay the segment out alike: take the first local rank's ring, cell and
  * warm slot sizes (the settings may differ between ranks, and so may the caches of the
- * cores they run on; /dev/shm and the rank count do not). */
+ * cores they run on; /dev/shm and the rank count do not).  Its second-level cache too,
+ * which the collectives' choices depend on: all ranks must choose alike. */
 static int agree_on_ring_size(int nranks, int my_rank, size_t *ring, size_t *cell,
                               size_t *warm)
 {
     int mpi_errno = MPI_SUCCESS;
-    uint64_t size[3] = { ring_bytes(nranks), cell_bytes(), warm_bytes() };
+    uint64_t size[4] = { ring_bytes(nranks), cell_bytes(), warm_bytes(), smheap_cache_size(2) };
 
     if (my_rank == 0) {
         mpi_errno = MPIDU_Init_shm_put(size, sizeof(size));
@@ -215,6 +216,7 @@ static int agree_on_ring_size(int nranks, int my_rank, size_t *ring, size_t *cel
     *ring = size[0];
     *cell = size[1];
     *warm = size[2];
+    smheap_queue.cache_l2 = size[3];
 
   fn_exit:
     return mpi_errno;
@@ -284,6 +286,11 @@ int MPIDI_CH3I_Smheap_queue_init(int nranks, int my_rank)
     return mpi_errno;
   fn_fail:
     goto fn_exit;
+}
+
+size_t MPIDI_CH3I_Smheap_node_cache_l2(void)
+{
+    return smheap_queue.cache_l2;
 }
 
 void MPIDI_CH3I_Smheap_wake_node_ranks(const int *ranks, int n)
