@@ -221,6 +221,10 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
     mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt),
                          in_place && bytes <= SMALL_REDUCTION, 0, &src);
     MPIR_ERR_CHECK(mpi_errno);
+    /* the root's accumulator is its recvbuf itself where peers can write there (in place,
+     * recvbuf is its input, which they read) */
+    if (me == root && !in_place && in_heap(recvbuf, bytes))
+        acc = recvbuf;
     offer(cc, me, src, acc, offered);
 
     if (bytes <= SMALL_REDUCTION) {     /* the root reduces everything */
@@ -234,24 +238,17 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
         goto fn_exit;
     }
 
-    /* each rank reduces its part into its accumulator; the root collects the parts */
+    /* each rank reduces its part straight into the root's accumulator: the root copies no
+     * part back out of its peers' memory (2 ranks, AMD EPYC, inputs rewritten before each
+     * call and the result read after it: 64 KiB 12.2 us against 13.4 when every rank
+     * reduced into its own, 1 MiB 145 against 168) */
     WAIT_ALL_IN_SLOTS(cc, n, offered);
-    mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc + first * extent);
+    mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op,
+                              (char *) slot(cc, root)->dst + first * extent);
     reach(cc, me, reduced);
-    WAIT_ALL(cc, n, reduced);   /* my input is read by all until here */
-    if (me == root) {
-        uint64_t collected = next_step(cc);
-        for (int r = 0; r < n; r++) {
-            MPI_Aint f, p;
-            my_part(count, n, r, &f, &p);
-            if (p > 0)
-                smheap_copy((char *) recvbuf + f * extent,
-                            (const char *) slot(cc, r)->dst + f * extent, p * extent);
-        }
-        reach(cc, me, collected);
-    } else {
-        WAIT(cc, root, next_step(cc));      /* it read my part */
-    }
+    WAIT_ALL(cc, n, reduced);   /* my input is read, and the parts written, by all until here */
+    if (me == root && acc != recvbuf && mpi_errno == MPI_SUCCESS)
+        smheap_copy(recvbuf, acc, bytes);
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
