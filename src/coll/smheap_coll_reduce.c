@@ -53,30 +53,30 @@ static void my_part(MPI_Aint count, int n, int rank, MPI_Aint * first, MPI_Aint 
 }
 
 /* A reduction whose vector fits in a cell: every rank publishes its input there and returns
- * once it has what it needs; `result` (NULL on the ranks that need none) gets the inputs
- * reduced in rank order, read straight from the cells. */
+ * once it has what it needs; `result` (NULL on the ranks that need none) gets elements
+ * [first, first + part) of the inputs reduced in rank order, read straight from the cells. */
 static int reduce_inline(smheap_coll_comm_t * cc, int me, const void *input, MPI_Aint count,
-                         MPI_Datatype dt, MPI_Op op, void *result, uint64_t offered,
-                         uint64_t reduced)
+                         MPI_Aint first, MPI_Aint part, MPI_Datatype dt, MPI_Op op,
+                         void *result, uint64_t offered, uint64_t reduced)
 {
     int mpi_errno = MPI_SUCCESS, n = cc->size;
-    MPI_Aint bytes = count * extent_of(dt);
+    MPI_Aint extent = extent_of(dt), off = first * extent;
     smheap_coll_cell_t *mine;
 
     mpi_errno = claim_cell(cc, me, &mine);
     MPIR_ERR_CHECK(mpi_errno);
-    memcpy(mine->data, input, bytes);
-    publish_cell(cc, mine, bytes, MPIR_ERR_NONE);
+    memcpy(mine->data, input, count * extent);
+    publish_cell(cc, mine, count * extent, MPIR_ERR_NONE);
     if (result != NULL) {
         /* this rank's own input from `input`, not back out of the cell on its way to peers
          * (unless the result overwrites it: in place) */
-        const void *own = input == result ? mine->data : input;
+        const char *own = input == result ? mine->data : input;
 
         WAIT_ALL_INLINE(cc, n, offered);
-        memcpy(result, n - 1 == me ? own : cell(cc, n - 1)->data, bytes);
+        memcpy(result, (n - 1 == me ? own : cell(cc, n - 1)->data) + off, part * extent);
         for (int r = n - 2; r >= 0 && mpi_errno == MPI_SUCCESS; r--)
-            mpi_errno = MPIR_Reduce_local(r == me ? own : cell(cc, r)->data, result, count,
-                                          dt, op);
+            mpi_errno = MPIR_Reduce_local((r == me ? own : cell(cc, r)->data) + off, result,
+                                          part, dt, op);
     }
     reach(cc, me, reduced);
     MPIR_ERR_CHECK(mpi_errno);
@@ -127,8 +127,8 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
         goto fn_exit;
     }
     if (fits_inline(bytes)) {
-        mpi_errno = reduce_inline(cc, me, in_place ? recvbuf : sendbuf, count, dt, op, recvbuf,
-                                  offered, reduced);
+        mpi_errno = reduce_inline(cc, me, in_place ? recvbuf : sendbuf, count, 0, count, dt, op,
+                                  recvbuf, offered, reduced);
         MPIR_ERR_CHECK(mpi_errno);
         goto fn_exit;
     }
@@ -209,7 +209,7 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
         goto fn_exit;
     }
     if (fits_inline(bytes)) {
-        mpi_errno = reduce_inline(cc, me, in_place ? recvbuf : sendbuf, count, dt, op,
+        mpi_errno = reduce_inline(cc, me, in_place ? recvbuf : sendbuf, count, 0, count, dt, op,
                                   me == root ? recvbuf : NULL, offered, reduced);
         MPIR_ERR_CHECK(mpi_errno);
         goto fn_exit;
@@ -279,24 +279,29 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint rec
     MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SHARED);
     if (recvcount == 0)
         return MPI_SUCCESS;
-    NEED_SCRATCH(cc, count * extent);
-    /* in place, the input is recvbuf, whose first block this rank overwrites */
-    mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt), in_place, 0,
-                         &src);
-    MPIR_ERR_CHECK(mpi_errno);
     offered = next_step(cc);
     reduced = next_step(cc);
-    offer(cc, me, src, NULL, offered);
-    WAIT_ALL(cc, n, offered);
-    mpi_errno = reduce_inputs(cc, n, me * recvcount, recvcount, extent, dt, op, recvbuf);
+    if (fits_inline(count * extent)) {
+        mpi_errno = reduce_inline(cc, me, in_place ? recvbuf : sendbuf, count, me * recvcount,
+                                  recvcount, dt, op, recvbuf, offered, reduced);
+    } else {
+        NEED_SCRATCH(cc, count * extent);
+        /* in place, the input is recvbuf, whose first block this rank overwrites */
+        mpi_errno = readable(cc, view_of(in_place ? recvbuf : sendbuf, count, dt), in_place, 0,
+                             &src);
+        MPIR_ERR_CHECK(mpi_errno);
+        offer(cc, me, src, NULL, offered);
+        WAIT_ALL(cc, n, offered);
+        mpi_errno = reduce_inputs(cc, n, me * recvcount, recvcount, extent, dt, op, recvbuf);
+        reach(cc, me, reduced);
+        WAIT_ALL(cc, n, reduced);
+    }
     /* In place, MPICH's own algorithms leave the result in this rank's block of the buffer
      * as well, and programs read it there (MPICH's cxx/coll/redscatblk); no other rank
-     * reads that block. */
+     * reads that block any more. */
     if (in_place && me != 0 && mpi_errno == MPI_SUCCESS)
         mpi_errno = MPIR_Localcopy(recvbuf, recvcount, dt,
                                    (char *) recvbuf + me * recvcount * extent, recvcount, dt);
-    reach(cc, me, reduced);
-    WAIT_ALL(cc, n, reduced);
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
