@@ -247,8 +247,11 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
                               (char *) slot(cc, root)->dst + first * extent);
     reach(cc, me, reduced);
     WAIT_ALL(cc, n, reduced);   /* my input is read, and the parts written, by all until here */
-    if (me == root && acc != recvbuf && mpi_errno == MPI_SUCCESS)
-        smheap_copy(recvbuf, acc, bytes);
+    if (me == root) {
+        smheap_peer_wrote(acc, bytes);
+        if (acc != recvbuf && mpi_errno == MPI_SUCCESS)
+            smheap_copy(recvbuf, acc, bytes);
+    }
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
