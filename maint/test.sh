@@ -348,11 +348,40 @@ wrapper_script_shares_heap() {
     echo "$out" | grep -q 'No Errors' && ! echo "$out" | grep -q 'large messages are copied'
 }
 dlopen_libmpi() {
+    # mpiexec preloads the heap's forwarding library (maint/patches/0008), so libmpi loaded
+    # with dlopen, as mpi4py does, still gets malloc; without the preload the job carries on
+    # with one line saying why the heap is off.
     local out
     out=$(timeout 120 "${heap_on[@]}" "$bin/mpiexec" -n 2 "$work/dlopen_mpi" 2>&1)
     echo "$out"
+    echo "$out" | grep -q 'No Errors' && ! echo "$out" | grep -q "$heap_off_line" || return 1
+    out=$(MPIR_CVAR_CH3_SMHEAP_PRELOAD=0 timeout 120 "${heap_on[@]}" "$bin/mpiexec" -n 2 \
+        "$work/dlopen_mpi" 2>&1)
+    echo "$out"
     echo "$out" | grep -q 'No Errors' &&
         [ "$(echo "$out" | grep -c "$heap_off_line: malloc is not the shared heap's")" = 1 ]
+}
+heap_through_a_library() {
+    # A program that reaches MPI only through a library of its own, and lists libc first
+    # (as Debian's ScaLAPACK testers do): the preload gives it the heap, which heapshare
+    # checks every rank shares.  Without the preload, the line says why and what to do.
+    local out
+    readelf -d "$work/through_lib" | grep NEEDED | head -1 | grep -q 'libc\.so' || return 1
+    out=$(timeout 120 "${heap_on[@]}" "$bin/mpiexec" -n 3 "$work/through_lib" 2>&1)
+    echo "$out"
+    echo "$out" | grep -q 'No Errors' && ! echo "$out" | grep -q "$heap_off_line" || return 1
+    out=$(timeout 120 "${heap_on[@]}" "$bin/mpiexec" -n 2 \
+        -genv MPIR_CVAR_CH3_SMHEAP_PRELOAD 0 "$work/through_lib" 2>&1)
+    echo "$out"
+    [ "$(echo "$out" | grep -c "$heap_off_line: malloc is not the shared heap's here: glibc's was bound first.*MPIR_CVAR_CH3_SMHEAP_PRELOAD=0")" = 1 ]
+}
+malformed_preload_stops_launch() {
+    local out rc
+    out=$(MPIR_CVAR_CH3_SMHEAP_PRELOAD=maybe timeout 60 "$bin/mpiexec" -n 2 "$work/ring" 2>&1)
+    rc=$?
+    echo "$out"
+    echo "exit $rc"
+    [ $rc != 0 ] && [ $rc != 124 ] && echo "$out" | grep -q 'MPIR_CVAR_CH3_SMHEAP_PRELOAD=maybe: expected 1'
 }
 debian_program_runs() {
     # Programs built with Debian's own MPICH 4.0.2 (libmpich-dev: mpicc.mpich, mpifort.mpich)
@@ -413,6 +442,12 @@ build_with_debian_mpich() {
     done
 }
 build_with_debian_mpich || failed=$((failed + 1))
+# heapshare as a library's code, under a program that lists libc ahead of that library
+"$bin/mpicc" -shared -fPIC -Dmain=heapshare_main -o "$work/libheapshare.so" \
+    "$top/test/mpi/heap/heapshare.c" &&
+    printf 'int heapshare_main(int, char **);\nint main(int c, char **v) { return heapshare_main(c, v); }\n' |
+    gcc -x c -o "$work/through_lib" - -Wl,--no-as-needed -lc "$work/libheapshare.so" \
+        -Wl,-rpath,"$work" || failed=$((failed + 1))
 gcc -I"$prefix/include" -DLIBMPI="\"$prefix/lib/libmpi.so\"" -o "$work/dlopen_mpi" \
     "$top/test/checks/dlopen_mpi.c" -ldl || failed=$((failed + 1))
 
@@ -430,6 +465,8 @@ check tmpfs-full-later tmpfs_full_later
 check malformed-setting-stops-job malformed_setting_stops_job
 check shm-too-small shm_too_small
 check dlopen-libmpi dlopen_libmpi
+check heap-through-a-library heap_through_a_library
+check malformed-preload-stops-launch malformed_preload_stops_launch
 check debian-built-program-runs debian_program_runs
 check spin-chosen-by-cpus spin_chosen_by_cpus
 check valgrind-clean valgrind_clean
@@ -463,6 +500,12 @@ done
     --install "$prefix" --nodes 2 --expected "$top/test/mpi/expected-failures-smheap.txt" |
     tee "$log/mpich-nodes.log"
 add_counts "$log/mpich-nodes.log"
+
+echo "== 6. Debian's ScaLAPACK testers (4 ranks; maint/run-scalapack.sh)"
+"$top/maint/run-scalapack.sh" --install "$prefix" | tee "$log/scalapack.log"
+add_counts "$log/scalapack.log"
+"$top/maint/run-scalapack.sh" --install "$prefix" --nodes 2 | tee "$log/scalapack-nodes.log"
+add_counts "$log/scalapack-nodes.log"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

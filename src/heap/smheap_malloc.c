@@ -415,16 +415,19 @@ int smheap_region_identity(uintptr_t * base, size_t * size, const char **job_key
 }
 
 /* The definitions above, bound inside this library. */
-extern __typeof(malloc) smheap_own_malloc
-    __attribute__((alias("malloc"), visibility("hidden"), copy(malloc)));
-extern __typeof(free) smheap_own_free
-    __attribute__((alias("free"), visibility("hidden"), copy(free)));
-extern __typeof(realloc) smheap_own_realloc
-    __attribute__((alias("realloc"), visibility("hidden"), copy(realloc)));
-extern __typeof(memalign) smheap_own_memalign
-    __attribute__((alias("memalign"), visibility("hidden"), copy(memalign)));
-extern __typeof(calloc) smheap_own_calloc
-    __attribute__((alias("calloc"), visibility("hidden"), copy(calloc)));
+#define OWN(name) \
+    extern __typeof(name) smheap_own_##name \
+        __attribute__((alias(#name), visibility("hidden"), copy(name)))
+OWN(malloc);
+OWN(free);
+OWN(calloc);
+OWN(realloc);
+OWN(memalign);
+OWN(aligned_alloc);
+OWN(posix_memalign);
+OWN(valloc);
+OWN(pvalloc);
+OWN(malloc_usable_size);
 
 /* The family again under names of its own, for a library that forwards to it. */
 #define EXPORT_AGAIN(name) \
@@ -441,11 +444,46 @@ EXPORT_AGAIN(valloc);
 EXPORT_AGAIN(pvalloc);
 EXPORT_AGAIN(malloc_usable_size);
 
-static const struct smheap_forwarders *_Atomic forwarders;
+/* The forwarding libraries whose definitions the self-test takes for the heap's:
+ * libmpifort's and the preloaded one's. */
+#define MAX_FORWARDERS 2
+static const struct smheap_forwarders *_Atomic forwarders[MAX_FORWARDERS];
+static int preload_attached;    /* libsmheap_preload.so took the heap's family */
 
 PUBLIC void smheap_family_forwarded(const struct smheap_forwarders *f)
 {
-    atomic_store(&forwarders, f);
+    for (int i = 0; i < MAX_FORWARDERS; i++) {
+        const struct smheap_forwarders *expected = NULL;
+
+        if (atomic_compare_exchange_strong(&forwarders[i], &expected, f) || expected == f)
+            return;
+    }
+}
+
+/* If mpiexec preloaded libsmheap_preload.so, hand it the family: it comes first in every
+ * program's load order.  Run as libmpi loads, at start-up or in dlopen. */
+static void __attribute__((constructor)) attach_to_preload(void)
+{
+    static const struct smheap_family heap_family = {
+        .malloc_fn = smheap_own_malloc,
+        .free_fn = smheap_own_free,
+        .calloc_fn = smheap_own_calloc,
+        .realloc_fn = smheap_own_realloc,
+        .memalign_fn = smheap_own_memalign,
+        .aligned_alloc_fn = smheap_own_aligned_alloc,
+        .posix_memalign_fn = smheap_own_posix_memalign,
+        .valloc_fn = smheap_own_valloc,
+        .pvalloc_fn = smheap_own_pvalloc,
+        .malloc_usable_size_fn = smheap_own_malloc_usable_size,
+    };
+    smheap_preload_attach_fn *attach =
+        (smheap_preload_attach_fn *) dlsym(RTLD_DEFAULT, SMHEAP_PRELOAD_ATTACH);
+    const struct smheap_forwarders *preloaded = attach != NULL ? attach(&heap_family) : NULL;
+
+    if (preloaded != NULL) {
+        smheap_family_forwarded(preloaded);
+        preload_attached = 1;
+    }
 }
 
 /* The family as this library's callers resolve it: through the dynamic linker, so the
@@ -458,13 +496,25 @@ static void *(*volatile memalign_fn)(size_t, size_t) = memalign;
 static void (*volatile free_fn)(void *) = free;
 static void *(*volatile calloc_fn)(size_t, size_t) = calloc;
 
+static int forwarded(const struct smheap_forwarders *f)
+{
+    return malloc_fn == f->malloc_fn && free_fn == f->free_fn && calloc_fn == f->calloc_fn &&
+        realloc_fn == f->realloc_fn && memalign_fn == f->memalign_fn;
+}
+
 static int family_is_ours(void)
 {
-    const struct smheap_forwarders *f = atomic_load(&forwarders);
+    if (malloc_fn == smheap_own_malloc && free_fn == smheap_own_free &&
+        calloc_fn == smheap_own_calloc && realloc_fn == smheap_own_realloc &&
+        memalign_fn == smheap_own_memalign)
+        return 1;
+    for (int i = 0; i < MAX_FORWARDERS; i++) {
+        const struct smheap_forwarders *f = atomic_load(&forwarders[i]);
 
-#define OURS(name) (name##_fn == smheap_own_##name || (f != NULL && name##_fn == f->name##_fn))
-    return OURS(malloc) && OURS(free) && OURS(calloc) && OURS(realloc) && OURS(memalign);
-#undef OURS
+        if (f != NULL && forwarded(f))
+            return 1;
+    }
+    return 0;
 }
 
 /* A block of a few MiB from call: it must be the heap's, and freeing it must give its
@@ -494,8 +544,11 @@ int smheap_selftest(char *why, size_t why_len)
     void *p;
 
     if (!family_is_ours()) {
-        snprintf(why, why_len, "malloc is not the shared heap's here (another allocator "
-                 "was preloaded or linked first, or libmpi was loaded with dlopen)");
+        snprintf(why, why_len, "malloc is not the shared heap's here: %s",
+                 preload_attached ? "another allocator was preloaded ahead of the heap's" :
+                 "glibc's was bound first (libmpi reached through another library or "
+                 "dlopen, or another allocator linked first); run it with this MPICH's "
+                 "mpiexec, which preloads the heap's unless MPIR_CVAR_CH3_SMHEAP_PRELOAD=0");
         return -1;
     }
     free_fn(malloc_fn(1));      /* starts the heap if nothing has yet */

@@ -96,6 +96,15 @@ lib_libsmheap_tls_la_SOURCES = src/heap/smheap_tls.c
 lib_libsmheap_tls_la_LDFLAGS = -version-info 0:0:0
 pmpi_convenience_libs += lib/libsmheap_tls.la
 
+# The malloc family for processes whose load order puts libc's ahead of libmpi (a program
+# that reaches MPI through another library, or loads libmpi with dlopen): mpiexec preloads
+# it (maint/patches/0008), and the heap attaches to it when libmpi loads
+# (src/heap/smheap_preload.c).  Unversioned: the proxy names the file.  It must depend on
+# libc alone, since it is preloaded into every process mpiexec starts.
+lib_LTLIBRARIES += lib/libsmheap_preload.la
+lib_libsmheap_preload_la_SOURCES = src/heap/smheap_preload.c
+lib_libsmheap_preload_la_LDFLAGS = -avoid-version -Wl,--as-needed
+
 # libmpifort carries the malloc family too, forwarded to the heap: a Fortran program that
 # calls only libmpifort loads libmpi after libc (src/heap/smheap_family.h says why).  Not
 # with a separate profiling library, which compiles the F77 sources in as well.

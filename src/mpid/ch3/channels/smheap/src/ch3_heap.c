@@ -55,6 +55,21 @@ cvars:
         an eighth of the rank's slice, between 64M and 1G.  Freed memory not reused for 10
         s is given back in any case.  Read from the environment before main.
 
+    - name        : MPIR_CVAR_CH3_SMHEAP_PRELOAD
+      category    : CH3
+      type        : boolean
+      default     : true
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: mpiexec preloads libsmheap_preload.so (LD_PRELOAD, ahead of the user's
+        own) into the processes it starts, so that the shared heap serves malloc in programs
+        that reach libmpi through another library (ScaLAPACK, PETSc) or load it with dlopen
+        (Python), whose own load order binds malloc to glibc's.  The library forwards to
+        glibc until libmpi loads.  Read by mpiexec's proxy from the environment it gives
+        the processes (export it, or -genv); 0 preloads nothing.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -128,7 +143,7 @@ static int agree_on_heap(int local_size, int local_rank, int *first_off)
 int MPIDI_CH3I_Smheap_heap_init(int local_size, int local_rank)
 {
     int mpi_errno = MPI_SUCCESS;
-    char why[256] = "";
+    char why[320] = "";
     int first_off;
 
     MPIR_FUNC_ENTER;

@@ -1,0 +1,262 @@
+/*
+ * Unit test of libsmheap_preload.so (src/heap/smheap_preload.c), run with it preloaded (the
+ * program starts itself again with LD_PRELOAD when it is not).  A stand-in heap counts the
+ * calls that reach it and serves them from glibc.
+ *   - before a heap attaches, the family is glibc's: nothing reaches the stand-in;
+ *   - after, every member of the family reaches it, including free of a block glibc served
+ *     before (the heap routes by address), and the forwarders the library returns are what
+ *     the program's malloc resolves to (what the heap's self-test compares);
+ *   - a second heap cannot take the family over;
+ *   - threads allocating while the heap attaches never see half of each family.
+ */
+
+#define _GNU_SOURCE
+#include "smheap_family.h"
+#include "unit_check.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t size);
+extern void *__libc_memalign(size_t alignment, size_t size);
+extern void *__libc_valloc(size_t size);
+extern void *__libc_pvalloc(size_t size);
+extern void __libc_free(void *p);
+
+enum { M_MALLOC, M_FREE, M_CALLOC, M_REALLOC, M_MEMALIGN, M_ALIGNED_ALLOC, M_POSIX_MEMALIGN,
+    M_VALLOC, M_PVALLOC, M_USABLE_SIZE, MEMBERS };
+static const char *const member_name[MEMBERS] = { "malloc", "free", "calloc", "realloc",
+    "memalign", "aligned_alloc", "posix_memalign", "valloc", "pvalloc", "malloc_usable_size" };
+static _Atomic long calls[MEMBERS];
+
+static void counted(int member)
+{
+    atomic_fetch_add_explicit(&calls[member], 1, memory_order_relaxed);
+}
+
+/* The stand-in's own blocks carry a header, so that glibc aborts if it is handed one
+ * (as it would be, were a thread to see glibc's free with the stand-in's malloc), and the
+ * stand-in tells them from glibc's, as the heap does by address. */
+#define STAND_IN_MAGIC 0x5ea7ed0b10c4a11dULL
+#define HEADER 16
+
+static int stand_ins(void *p)
+{
+    return p != NULL && ((unsigned long long *) p)[-2] == STAND_IN_MAGIC;
+}
+
+static void *stand_in_block(size_t size)
+{
+    unsigned long long *b = __libc_malloc(size + HEADER);
+
+    if (b == NULL)
+        return NULL;
+    b[0] = STAND_IN_MAGIC;
+    b[1] = size;
+    return (char *) b + HEADER;
+}
+
+static void *stand_in_malloc(size_t size)
+{
+    counted(M_MALLOC);
+    return stand_in_block(size);
+}
+
+static void stand_in_free(void *p)
+{
+    counted(M_FREE);
+    if (stand_ins(p)) {
+        ((unsigned long long *) p)[-2] = 0;
+        __libc_free((char *) p - HEADER);
+    } else {
+        __libc_free(p);
+    }
+}
+
+static void *stand_in_realloc(void *p, size_t size)
+{
+    void *q;
+    size_t old;
+
+    counted(M_REALLOC);
+    if (!stand_ins(p))
+        return __libc_realloc(p, size);
+    old = ((unsigned long long *) p)[-1];
+    q = stand_in_block(size);
+    if (q != NULL) {
+        memcpy(q, p, old < size ? old : size);
+        ((unsigned long long *) p)[-2] = 0;
+        __libc_free((char *) p - HEADER);
+    }
+    return q;
+}
+
+static void *stand_in_calloc(size_t n, size_t size)
+{
+    counted(M_CALLOC);
+    return __libc_calloc(n, size);
+}
+
+static void *stand_in_memalign(size_t alignment, size_t size)
+{
+    counted(M_MEMALIGN);
+    return __libc_memalign(alignment, size);
+}
+
+static void *stand_in_aligned_alloc(size_t alignment, size_t size)
+{
+    counted(M_ALIGNED_ALLOC);
+    return __libc_memalign(alignment, size);
+}
+
+static int stand_in_posix_memalign(void **result, size_t alignment, size_t size)
+{
+    counted(M_POSIX_MEMALIGN);
+    *result = __libc_memalign(alignment, size);
+    return *result != NULL ? 0 : 12;
+}
+
+static void *stand_in_valloc(size_t size)
+{
+    counted(M_VALLOC);
+    return __libc_valloc(size);
+}
+
+static void *stand_in_pvalloc(size_t size)
+{
+    counted(M_PVALLOC);
+    return __libc_pvalloc(size);
+}
+
+static size_t stand_in_usable_size(void *p)
+{
+    counted(M_USABLE_SIZE);
+    return p != NULL ? 1 : 0;   /* glibc's would never say 1 for a block of 100 bytes */
+}
+
+static const struct smheap_family stand_in = {
+    stand_in_malloc, stand_in_free, stand_in_calloc, stand_in_realloc, stand_in_memalign,
+    stand_in_aligned_alloc, stand_in_posix_memalign, stand_in_valloc, stand_in_pvalloc,
+    stand_in_usable_size
+};
+
+/* Every member of the family once.  Each block goes through a volatile pointer, so that
+ * the compiler neither drops an allocation it sees freed nor calls glibc's directly. */
+static void *volatile kept;
+
+static void keep_and_free(void *p)
+{
+    kept = p;
+    CHECK(kept != NULL);
+    free(kept);
+}
+
+static void call_every_member(void)
+{
+    void *p = malloc(100), *q = NULL;
+
+    kept = p;
+    CHECK(malloc_usable_size(kept) > 0);
+    keep_and_free(realloc(kept, 200));
+    keep_and_free(calloc(3, 40));
+    keep_and_free(memalign(64, 100));
+    keep_and_free(aligned_alloc(64, 128));
+    CHECK(posix_memalign(&q, 64, 100) == 0);
+    keep_and_free(q);
+    keep_and_free(valloc(100));
+    keep_and_free(pvalloc(100));
+}
+
+static void check_all_calls(int expected_at_least, const char *when)
+{
+    for (int m = 0; m < MEMBERS; m++) {
+        long n = atomic_load(&calls[m]);
+
+        if (expected_at_least == 0 ? n != 0 : n < expected_at_least) {
+            fprintf(stderr, "%s: %s reached the heap %ld times\n", when, member_name[m], n);
+            failures++;
+        }
+    }
+}
+
+static _Atomic int stop;
+
+/* Allocates and frees while the heap attaches: a block must always go back to whoever
+ * served it (with half of each family, glibc would be handed blocks it never saw, or the
+ * reverse, and abort). */
+static void *churn(void *arg)
+{
+    (void) arg;
+    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+        void *p = malloc(48);
+
+        p = realloc(p, 4096);
+        free(p);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    smheap_preload_attach_fn *attach =
+        (smheap_preload_attach_fn *) dlsym(RTLD_DEFAULT, SMHEAP_PRELOAD_ATTACH);
+    const struct smheap_forwarders *mine;
+    pthread_t threads[2];
+    void *early;
+
+    (void) argc;
+    if (attach == NULL) {
+        if (getenv("PRELOAD_TEST_AGAIN") != NULL) {
+            fprintf(stderr, "preloading %s did not define %s\n", PRELOAD_LIB,
+                    SMHEAP_PRELOAD_ATTACH);
+            return 1;
+        }
+        setenv("PRELOAD_TEST_AGAIN", "1", 1);
+        setenv("LD_PRELOAD", PRELOAD_LIB, 1);
+        execv("/proc/self/exe", argv);
+        perror("execv");
+        return 1;
+    }
+
+    call_every_member();
+    check_all_calls(0, "before a heap attached");
+    early = malloc(1000);
+
+    for (int t = 0; t < 2; t++)
+        CHECK(pthread_create(&threads[t], NULL, churn, NULL) == 0);
+    usleep(20000);
+    mine = attach(&stand_in);
+    usleep(20000);
+    atomic_store(&stop, 1);
+    for (int t = 0; t < 2; t++)
+        pthread_join(threads[t], NULL);
+
+    CHECK(mine != NULL);
+    if (mine != NULL) {
+        void *(*volatile my_malloc)(size_t) = malloc;
+        void (*volatile my_free)(void *) = free;
+        void *(*volatile my_calloc)(size_t, size_t) = calloc;
+        void *(*volatile my_realloc)(void *, size_t) = realloc;
+        void *(*volatile my_memalign)(size_t, size_t) = memalign;
+
+        CHECK(mine->malloc_fn == my_malloc && mine->free_fn == my_free &&
+              mine->calloc_fn == my_calloc && mine->realloc_fn == my_realloc &&
+              mine->memalign_fn == my_memalign);
+    }
+    memset(calls, 0, sizeof(calls));
+    call_every_member();
+    check_all_calls(1, "after the heap attached");
+    CHECK(malloc_usable_size(early) == 1);
+    free(early);                /* served by glibc, freed through the heap's family */
+
+    CHECK(attach(&stand_in) == NULL);
+    printf("preload_test: %s\n", failures ? "FAILED" : "passed");
+    return failures != 0;
+}
