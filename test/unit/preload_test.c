@@ -2,12 +2,15 @@
  * Unit test of libsmheap_preload.so (src/heap/smheap_preload.c), run with it preloaded (the
  * program starts itself again with LD_PRELOAD when it is not).  A stand-in heap counts the
  * calls that reach it and serves them from glibc.
- *   - before a heap attaches, the family is glibc's: nothing reaches the stand-in;
+ *   - a heap attaches while the program's libraries load (here: the program's preinit
+ *     function, which runs before main, as a libmpi's constructor does); before it, the
+ *     family is glibc's: nothing reaches the stand-in;
  *   - after, every member of the family reaches it, including free of a block glibc served
  *     before (the heap routes by address), and the forwarders the library returns are what
  *     the program's malloc resolves to (what the heap's self-test compares);
  *   - a second heap cannot take the family over;
- *   - threads allocating while the heap attaches never see half of each family.
+ *   - a heap that comes once main has started (a libmpi loaded with dlopen) is refused, and
+ *     the family stays glibc's, also for threads allocating while it tries.
  */
 
 #define _GNU_SOURCE
@@ -188,9 +191,8 @@ static void check_all_calls(int expected_at_least, const char *when)
 
 static _Atomic int stop;
 
-/* Allocates and frees while the heap attaches: a block must always go back to whoever
- * served it (with half of each family, glibc would be handed blocks it never saw, or the
- * reverse, and abort). */
+/* Allocates and frees while a heap tries to attach: a block must always go back to whoever
+ * served it (glibc aborts if handed one of the stand-in's). */
 static void *churn(void *arg)
 {
     (void) arg;
@@ -203,41 +205,84 @@ static void *churn(void *arg)
     return NULL;
 }
 
-int main(int argc, char **argv)
+static smheap_preload_attach_fn *find_attach(void)
 {
-    smheap_preload_attach_fn *attach =
-        (smheap_preload_attach_fn *) dlsym(RTLD_DEFAULT, SMHEAP_PRELOAD_ATTACH);
-    const struct smheap_forwarders *mine;
-    pthread_t threads[2];
-    void *early;
+    return (smheap_preload_attach_fn *) dlsym(RTLD_DEFAULT, SMHEAP_PRELOAD_ATTACH);
+}
 
-    (void) argc;
-    if (attach == NULL) {
-        if (getenv("PRELOAD_TEST_AGAIN") != NULL) {
-            fprintf(stderr, "preloading %s did not define %s\n", PRELOAD_LIB,
-                    SMHEAP_PRELOAD_ATTACH);
-            return 1;
-        }
-        setenv("PRELOAD_TEST_AGAIN", "1", 1);
-        setenv("LD_PRELOAD", PRELOAD_LIB, 1);
-        execv("/proc/self/exe", argv);
-        perror("execv");
-        return 1;
-    }
+/* Before main, as a libmpi's constructor: glibc's family first, then the stand-in's. */
+static const struct smheap_forwarders *mine;
+static long calls_before_attach[MEMBERS];
+static void *early;
 
+static int late;     /* PRELOAD_TEST_LATE: this run tries to attach in main instead */
+
+static void attach_before_main(int argc, char **argv, char **envp)
+{
+    smheap_preload_attach_fn *attach = find_attach();
+
+    (void) argc, (void) argv;
+    for (char **e = envp; *e != NULL; e++)  /* getenv does not work this early */
+        late |= strncmp(*e, "PRELOAD_TEST_LATE=", 18) == 0;
+    if (attach == NULL || late)
+        return;
     call_every_member();
-    check_all_calls(0, "before a heap attached");
+    for (int m = 0; m < MEMBERS; m++)
+        calls_before_attach[m] = atomic_load(&calls[m]);
     early = malloc(1000);
+    mine = attach(&stand_in);
+}
+__attribute__((section(".preinit_array"), used))
+static void (*const preinit)(int, char **, char **) = attach_before_main;
+
+static void start_again(char **argv, const char *late)
+{
+    if (getenv("PRELOAD_TEST_AGAIN") != NULL) {
+        fprintf(stderr, "preloading %s did not define %s\n", PRELOAD_LIB,
+                SMHEAP_PRELOAD_ATTACH);
+        exit(1);
+    }
+    setenv("PRELOAD_TEST_AGAIN", "1", 1);
+    setenv("LD_PRELOAD", PRELOAD_LIB, 1);
+    if (late != NULL)
+        setenv("PRELOAD_TEST_LATE", late, 1);
+    execv("/proc/self/exe", argv);
+    perror("execv");
+    exit(1);
+}
+
+/* A heap that comes after main started is refused, and nothing reaches it. */
+static int late_attach(void)
+{
+    pthread_t threads[2];
 
     for (int t = 0; t < 2; t++)
         CHECK(pthread_create(&threads[t], NULL, churn, NULL) == 0);
     usleep(20000);
-    mine = attach(&stand_in);
+    CHECK(find_attach()(&stand_in) == NULL);
     usleep(20000);
     atomic_store(&stop, 1);
     for (int t = 0; t < 2; t++)
         pthread_join(threads[t], NULL);
+    call_every_member();
+    check_all_calls(0, "after a heap came too late");
+    printf("preload_test (late attach): %s\n", failures ? "FAILED" : "passed");
+    return failures != 0;
+}
 
+int main(int argc, char **argv)
+{
+    (void) argc;
+    if (find_attach() == NULL)
+        start_again(argv, NULL);
+    if (late)
+        return late_attach();
+
+    for (int m = 0; m < MEMBERS; m++)
+        if (calls_before_attach[m] != 0) {
+            fprintf(stderr, "before a heap attached: %s reached it\n", member_name[m]);
+            failures++;
+        }
     CHECK(mine != NULL);
     if (mine != NULL) {
         void *(*volatile my_malloc)(size_t) = malloc;
@@ -255,8 +300,12 @@ int main(int argc, char **argv)
     check_all_calls(1, "after the heap attached");
     CHECK(malloc_usable_size(early) == 1);
     free(early);                /* served by glibc, freed through the heap's family */
-
-    CHECK(attach(&stand_in) == NULL);
+    CHECK(find_attach()(&stand_in) == NULL);
     printf("preload_test: %s\n", failures ? "FAILED" : "passed");
-    return failures != 0;
+    if (failures)
+        return 1;
+    fflush(stdout);
+    unsetenv("PRELOAD_TEST_AGAIN");
+    start_again(argv, "1");     /* the late case, in a fresh process */
+    return 1;
 }
