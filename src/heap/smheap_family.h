@@ -28,6 +28,11 @@ void *smheap_family_valloc(size_t size);
 void *smheap_family_pvalloc(size_t size);
 size_t smheap_family_malloc_usable_size(void *p);
 
+/* here: name's definition in this library, under a hidden name (a reference to name
+ * itself may resolve to another library's). */
+#define SMHEAP_BOUND_HERE(here, name) \
+    extern __typeof(name) here __attribute__((alias(#name), visibility("hidden"), copy(name)))
+
 /* The whole family, as the preloaded library calls it. */
 struct smheap_family {
     void *(*malloc_fn)(size_t);

@@ -64,9 +64,7 @@ PUBLIC size_t malloc_usable_size(void *p)
 
 /* The definitions above as bound inside this library (a reference to malloc itself could
  * resolve to another library's). */
-#define OWN(name) \
-    extern __typeof(name) forwarded_##name \
-        __attribute__((alias(#name), visibility("hidden"), copy(name)))
+#define OWN(name) SMHEAP_BOUND_HERE(forwarded_##name, name)
 OWN(malloc);
 OWN(free);
 OWN(calloc);

@@ -22,6 +22,7 @@
 #include "smheap_config.h"
 #include "smheap_engine.h"
 #include "smheap_family.h"
+#include "smheap_glibc.h"
 #include "smheap_region.h"
 #include "smheap_valgrind.h"
 
@@ -36,12 +37,6 @@
 #include <unistd.h>
 
 #define PUBLIC __attribute__((visibility("default")))
-
-extern void *__libc_malloc(size_t size);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t size);
-extern void *__libc_memalign(size_t alignment, size_t size);
-extern void __libc_free(void *p);
 
 enum heap_state {
     HEAP_UNSTARTED,
@@ -318,30 +313,13 @@ PUBLIC void *pvalloc(size_t size)
     return aligned_block(page, rounded ? rounded : page);
 }
 
-/* glibc's own malloc_usable_size (it has no __libc_ name).  Asked of libc itself: the
- * "next" definition after this library is not libc's when libc loads first (a Fortran
- * program's libmpi, see smheap_family.h). */
-static size_t (*libc_usable_size(void))(void *)
-{
-    void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-    void *fn = libc != NULL ? dlsym(libc, "malloc_usable_size") : NULL;
-
-    if (fn == NULL)
-        abort();        /* glibc without malloc_usable_size: nothing sensible to return */
-    return (size_t (*)(void *)) fn;
-}
-
 PUBLIC size_t malloc_usable_size(void *p)
 {
-    static size_t (*glibc_usable_size)(void *);
-
     if (p == NULL)
         return 0;
     if (in_region(p))
         return smheap_engine_usable_size(p);
-    if (glibc_usable_size == NULL)
-        glibc_usable_size = libc_usable_size();
-    return glibc_usable_size(p);
+    return smheap_glibc_usable_size(p);
 }
 
 /* --- what the heap tells its user --- */
@@ -415,9 +393,7 @@ int smheap_region_identity(uintptr_t * base, size_t * size, const char **job_key
 }
 
 /* The definitions above, bound inside this library. */
-#define OWN(name) \
-    extern __typeof(name) smheap_own_##name \
-        __attribute__((alias(#name), visibility("hidden"), copy(name)))
+#define OWN(name) SMHEAP_BOUND_HERE(smheap_own_##name, name)
 OWN(malloc);
 OWN(free);
 OWN(calloc);

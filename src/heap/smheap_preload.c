@@ -19,6 +19,7 @@
 
 #define _GNU_SOURCE
 #include "smheap_family.h"
+#include "smheap_glibc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,14 +30,6 @@
 #include <unistd.h>
 
 #define PUBLIC __attribute__((visibility("default")))
-
-extern void *__libc_malloc(size_t size);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t size);
-extern void *__libc_memalign(size_t alignment, size_t size);
-extern void *__libc_valloc(size_t size);
-extern void *__libc_pvalloc(size_t size);
-extern void __libc_free(void *p);
 
 /* --- glibc's family, for the time before a heap attaches --- */
 
@@ -56,24 +49,6 @@ static int glibc_posix_memalign(void **result, size_t alignment, size_t size)
     return 0;
 }
 
-/* glibc's malloc_usable_size has no __libc_ name: asked of libc itself, since the next
- * definition after this library may be libmpi's. */
-static size_t glibc_usable_size(void *p)
-{
-    static size_t (*_Atomic libc_fn)(void *);
-    size_t (*fn)(void *) = atomic_load_explicit(&libc_fn, memory_order_relaxed);
-
-    if (fn == NULL) {
-        void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-
-        fn = libc != NULL ? (size_t (*)(void *)) dlsym(libc, "malloc_usable_size") : NULL;
-        if (fn == NULL)
-            abort();    /* a glibc without it: nothing sensible to return */
-        atomic_store_explicit(&libc_fn, fn, memory_order_relaxed);
-    }
-    return fn(p);
-}
-
 static const struct smheap_family glibc_family = {
     .malloc_fn = __libc_malloc,
     .free_fn = __libc_free,
@@ -84,7 +59,7 @@ static const struct smheap_family glibc_family = {
     .posix_memalign_fn = glibc_posix_memalign,
     .valloc_fn = __libc_valloc,
     .pvalloc_fn = __libc_pvalloc,
-    .malloc_usable_size_fn = glibc_usable_size,
+    .malloc_usable_size_fn = smheap_glibc_usable_size,
 };
 
 /* One pointer, so a call sees glibc's family or the heap's whole, never half of each. */
@@ -146,9 +121,7 @@ PUBLIC size_t malloc_usable_size(void *p)
 }
 
 /* The definitions above as bound inside this library, for the heap's self-test. */
-#define OWN(name) \
-    extern __typeof(name) preloaded_##name \
-        __attribute__((alias(#name), visibility("hidden"), copy(name)))
+#define OWN(name) SMHEAP_BOUND_HERE(preloaded_##name, name)
 OWN(malloc);
 OWN(free);
 OWN(calloc);

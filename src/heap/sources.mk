@@ -8,6 +8,7 @@ smheap_heap_headers =                                      \
     src/heap/smheap_config.h                               \
     src/heap/smheap_engine.h                               \
     src/heap/smheap_family.h                               \
+    src/heap/smheap_glibc.h                                \
     src/heap/smheap_region.h                               \
     src/heap/smheap_stats.h                                \
     src/heap/smheap_valgrind.h
@@ -16,6 +17,7 @@ smheap_heap_sources =                                      \
     src/heap/smheap_commit.c                               \
     src/heap/smheap_config.c                               \
     src/heap/smheap_engine.c                               \
+    src/heap/smheap_glibc.c                                \
     src/heap/smheap_malloc.c                               \
     src/heap/smheap_region.c                               \
     src/heap/smheap_stats.c

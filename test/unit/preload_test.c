@@ -15,6 +15,7 @@
 
 #define _GNU_SOURCE
 #include "smheap_family.h"
+#include "smheap_glibc.h"
 #include "unit_check.h"
 
 #include <dlfcn.h>
@@ -24,14 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-extern void *__libc_malloc(size_t size);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t size);
-extern void *__libc_memalign(size_t alignment, size_t size);
-extern void *__libc_valloc(size_t size);
-extern void *__libc_pvalloc(size_t size);
-extern void __libc_free(void *p);
 
 enum { M_MALLOC, M_FREE, M_CALLOC, M_REALLOC, M_MEMALIGN, M_ALIGNED_ALLOC, M_POSIX_MEMALIGN,
     M_VALLOC, M_PVALLOC, M_USABLE_SIZE, MEMBERS };

@@ -102,7 +102,7 @@ pmpi_convenience_libs += lib/libsmheap_tls.la
 # (src/heap/smheap_preload.c).  Unversioned: the proxy names the file.  It must depend on
 # libc alone, since it is preloaded into every process mpiexec starts.
 lib_LTLIBRARIES += lib/libsmheap_preload.la
-lib_libsmheap_preload_la_SOURCES = src/heap/smheap_preload.c
+lib_libsmheap_preload_la_SOURCES = src/heap/smheap_preload.c src/heap/smheap_glibc.c
 lib_libsmheap_preload_la_LDFLAGS = -avoid-version -Wl,--as-needed
 
 # libmpifort carries the malloc family too, forwarded to the heap: a Fortran program that
