@@ -10,7 +10,7 @@
  * before the first call.  So the decision rests on whatever an earlier call left in EST's
  * stack slot: ranks of one process column that hold different garbage decide differently
  * and wait in different collectives for ever, or ask P?GETRS for different transposes
- * ("parameter number 1 had an illegal value").  refine_est.c reproduces it.  Upstream set
+ * ("parameter number 1 had an illegal value").  lacon_est.c reproduces it.  Upstream set
  * EST to zero on entry (Reference-ScaLAPACK issue #121, pull request #122, in 2.2.3): the
  * same is done here.
  */
