@@ -7,7 +7,7 @@
 
 static inline int pvar_index(const char *want)
 {
-    int n;
+    int n = 0;          /* stays 0 if MPI_T_init_thread was not called */
 
     MPI_T_pvar_get_num(&n);
     for (int i = 0; i < n; i++) {

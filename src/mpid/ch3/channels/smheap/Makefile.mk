@@ -43,6 +43,7 @@ mpi_core_sources +=                                        \
     src/mpid/ch3/channels/smheap/src/ch3_progress.c        \
     src/mpid/ch3/channels/smheap/src/ch3_rndv.c            \
     src/mpid/ch3/channels/smheap/src/ch3_sock.c            \
+    src/mpid/ch3/channels/smheap/src/ch3_win.c             \
     src/mpid/ch3/channels/smheap/src/smheap_queue.c        \
     src/mpid/ch3/channels/smheap/src/smheap_copy.c         \
     src/mpid/ch3/channels/smheap/src/smheap_cma.c          \

@@ -128,6 +128,10 @@ int MPIDI_CH3_SHM_Win_shared_query(MPIR_Win * win_ptr, int target_rank, MPI_Aint
                                    int *disp_unit, void *baseptr);
 int MPIDI_CH3_SHM_Win_free(MPIR_Win ** win_ptr);
 
+/* One-sided communication through the shared heap (ch3_win.c): wraps ch3's window tables,
+ * which MPID_Init filled before the channel starts. */
+void MPIDI_CH3I_Win_heap_init(void);
+
 #define MPIDI_CH3I_SHM_MUTEX_LOCK(win_ptr)                                              \
     do {                                                                                \
         MPIR_AssertDeclValue(int pt_err, 0);                                            \

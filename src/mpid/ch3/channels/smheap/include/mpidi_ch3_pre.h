@@ -149,6 +149,20 @@ typedef pthread_mutex_t MPIDI_CH3I_SHM_MUTEX;
     MPL_shm_hnd_t shm_mutex_segment_handle; /* handle to interprocess mutex memory */   \
     void *info_shm_base_addr;   /* base address of shared memory for window info */     \
     MPI_Aint info_shm_segment_len; /* size of shared memory for window info */          \
-    MPL_shm_hnd_t info_shm_segment_handle; /* handle to shared memory for window info */
+    MPL_shm_hnd_t info_shm_segment_handle; /* handle to shared memory for window info */ \
+    struct MPIDI_CH3I_Win_heap *smheap; /* what the shared heap adds (ch3_win.c) */
+
+/* Where ch3's RMA operations went (MPI_T smheap_rma_ops_in_place, smheap_rma_ops_queued). */
+extern unsigned long long PVAR_COUNTER_smheap_rma_ops_in_place;
+extern unsigned long long PVAR_COUNTER_smheap_rma_ops_queued;
+#define MPIDI_CH3_RMA_OP_IN_PLACE(win_ptr) (PVAR_COUNTER_smheap_rma_ops_in_place++)
+#define MPIDI_CH3_RMA_OP_QUEUED(win_ptr) (PVAR_COUNTER_smheap_rma_ops_queued++)
+
+/* A dynamic window of ranks that share the heap is a shared-memory window, but only the
+ * target bytes in the heap can be reached in place (ch3_win.c). */
+int MPIDI_CH3I_Win_dynamic_in_place(MPI_Aint disp, MPI_Aint count, MPI_Datatype datatype);
+#define MPIDI_CH3_RMA_TARGET_IN_PLACE(win_ptr, disp, count, datatype)                       \
+    ((win_ptr)->create_flavor != MPI_WIN_FLAVOR_DYNAMIC ||                                  \
+     MPIDI_CH3I_Win_dynamic_in_place(disp, count, datatype))
 
 #endif /* MPIDI_CH3_PRE_H_INCLUDED */

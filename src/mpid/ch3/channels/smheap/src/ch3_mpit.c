@@ -40,6 +40,10 @@ unsigned long long PVAR_COUNTER_smheap_remote_wakeups;
 unsigned long long PVAR_COUNTER_smheap_part_in_place;
 unsigned long long PVAR_COUNTER_smheap_part_msgs;
 unsigned long long PVAR_COUNTER_smheap_part_placed;
+unsigned long long PVAR_COUNTER_smheap_rma_ops_in_place;
+unsigned long long PVAR_COUNTER_smheap_rma_ops_queued;
+unsigned long long PVAR_COUNTER_smheap_rma_locks_in_place;
+unsigned long long PVAR_COUNTER_smheap_rma_heap_windows;
 
 #define FLAGS (MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS)
 
@@ -199,6 +203,21 @@ static void register_messages(void)
             "partitions of partitioned sends this rank sent as messages");
 }
 
+static void register_rma(void)
+{
+    COUNTER(smheap_rma_ops_in_place, MPI_T_VERBOSITY_USER_BASIC,
+            "one-sided operations this rank did in place: to its own window, or to a "
+            "window of its node in shared memory (the heap, or MPI_Win_allocate's segment)");
+    COUNTER(smheap_rma_ops_queued, MPI_T_VERBOSITY_USER_BASIC,
+            "one-sided operations this rank queued as packets for the target to apply");
+    COUNTER(smheap_rma_locks_in_place, MPI_T_VERBOSITY_USER_BASIC,
+            "passive-target locks this rank took in the shared heap, without the target "
+            "(MPI_Win_lock_all counts one per target)");
+    COUNTER(smheap_rma_heap_windows, MPI_T_VERBOSITY_USER_DETAIL,
+            "windows of MPI_Win_create this rank made shared-memory windows, their node's "
+            "memory being in the heap");
+}
+
 static void register_waiting(void)
 {
     COUNTER(smheap_sleeps, MPI_T_VERBOSITY_USER_DETAIL, "times this rank slept on its doorbell");
@@ -223,5 +242,6 @@ void MPIDI_CH3I_Smheap_mpit_init(void)
 {
     register_heap();
     register_messages();
+    register_rma();
     register_waiting();
 }

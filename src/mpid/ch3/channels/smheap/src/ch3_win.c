@@ -1,0 +1,547 @@
+/*
+ * ch3:smheap -- one-sided communication through the shared heap.
+ *
+ * Every address of the shared heap means the same memory in all ranks of the node, so a
+ * window whose memory lies in it can be read and written in place by any of them, however
+ * it was made.  Two things are added to ch3's RMA here:
+ *
+ * - Windows of MPI_Win_create whose memory, on every rank of a node, lies in the heap are
+ *   made shared-memory windows, as ch3:nemesis makes those of MPI_Win_allocate: ch3 then
+ *   does the operations of the node's origins in place (its mpid_rma_shm.h), accumulates
+ *   under one process-shared mutex kept in the heap.  Dynamic windows whose ranks all
+ *   share the heap are made shared too, their base address 0 (MPI_BOTTOM) everywhere: an
+ *   operation whose target bytes lie in the heap is done in place, any other goes to the
+ *   target as packets (MPIDI_CH3_RMA_TARGET_IN_PLACE, decided operation by operation).
+ * - Passive-target locks of windows whose ranks all share the heap are lock words in the
+ *   heap, one per target, which origins take themselves (ch3's window hooks lock, unlock,
+ *   lock_all, unlock_all; maint/patches/0009): MPI_Win_lock, the operations and
+ *   MPI_Win_unlock complete while the target computes without calling MPI.
+ *
+ * A lock word is a phase-fair reader-writer ticket lock (Brandenburg and Anderson, "Spin-
+ * based reader-writer synchronization for multiprocessor real-time systems", 2010):
+ * writers are served in ticket order, and readers wait for at most one writer, so neither
+ * exclusive nor shared lockers starve.  A waiting origin keeps its own messages moving and
+ * may sleep; whoever releases rings the doorbells of the ranks that wait on that word.
+ */
+
+#include "mpidi_ch3_impl.h"
+#include "smheap.h"
+#include "smheap_channel.h"
+#include "smheap_mpit.h"
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_CH3_SMHEAP_RMA
+      category    : CH3
+      type        : boolean
+      default     : true
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        ch3:smheap: windows of MPI_Win_create whose memory lies in the shared heap on every
+        rank of a node are accessed in place by the node's origins, and windows whose ranks
+        all share the heap take passive-target locks in the heap, without the target.  0
+        leaves both to ch3 (packets the target answers from its progress engine).
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+/* Phase-fair ticket lock: readers_in counts arriving readers in units of READER and holds
+ * the writer's bits below them; readers_out counts leaving readers; writers take tickets
+ * from writers_in and are served when writers_out reaches theirs. */
+#define READER          0x100u
+#define WRITER_BITS     0x3u
+#define WRITER_PRESENT  0x2u
+#define WRITER_PHASE    0x1u
+
+struct smheap_rma_lock {
+    MPL_atomic_uint32_t readers_in;
+    MPL_atomic_uint32_t readers_out;
+    MPL_atomic_uint32_t writers_in;
+    MPL_atomic_uint32_t writers_out;
+    MPL_atomic_int_t nwaiting;  /* ranks that may sleep on this word */
+    MPL_atomic_int_t waiting[]; /* by rank of the window's communicator */
+};
+
+/* What this rank keeps of a window served here. */
+struct MPIDI_CH3I_Win_heap {
+    int heap_memory;            /* made a shared-memory window here: the mutex is ours */
+    int locks_in_place;
+    struct smheap_rma_lock *my_lock;    /* this rank's word, in its heap slice */
+    struct smheap_rma_lock **locks;     /* by rank: each target's word */
+    uint32_t *held;             /* by rank: 0, READER, or the writer's bits | 1 << 31 */
+    int *node_ranks;            /* by rank: index among the node's ranks, for wake-ups */
+};
+
+#define HELD_EXCLUSIVE  (1u << 31)
+
+static MPIDI_CH3U_Win_fns_t ch3_fns;    /* what ch3 and nemesis's code filled in */
+static MPIDI_CH3U_Win_hooks_t ch3_hooks;
+
+/* ------------------------------------------------------------------------------------ */
+/* The lock word                                                                          */
+
+struct lock_wait {
+    struct smheap_rma_lock *lock;
+    uint32_t ticket;
+    uint32_t phase;
+};
+
+static int reader_may_enter(void *arg)
+{
+    struct lock_wait *w = arg;
+
+    return (MPL_atomic_acquire_load_uint32(&w->lock->readers_in) & WRITER_BITS) != w->phase;
+}
+
+static int writer_turn(void *arg)
+{
+    struct lock_wait *w = arg;
+
+    return MPL_atomic_acquire_load_uint32(&w->lock->writers_out) == w->ticket;
+}
+
+static int readers_gone(void *arg)
+{
+    struct lock_wait *w = arg;
+
+    return MPL_atomic_acquire_load_uint32(&w->lock->readers_out) == w->ticket;
+}
+
+/* Wait for ready(w) as any blocking MPI call waits, announced to releasers first. */
+static int wait_on_lock(int (*ready) (void *), struct lock_wait *w, int rank)
+{
+    int mpi_errno;
+
+    if (ready(w))
+        return MPI_SUCCESS;
+    MPL_atomic_release_store_int(&w->lock->waiting[rank], 1);
+    MPL_atomic_fetch_add_int(&w->lock->nwaiting, 1);
+    MPL_atomic_read_write_barrier();    /* a releaser sees us, or we see its release */
+    mpi_errno = MPIDI_CH3I_Progress_wait_for(ready, w);
+    MPL_atomic_fetch_sub_int(&w->lock->nwaiting, 1);
+    MPL_atomic_release_store_int(&w->lock->waiting[rank], 0);
+    return mpi_errno;
+}
+
+/* After a release: ring those that may sleep on the word. */
+static void wake_waiters(struct MPIDI_CH3I_Win_heap *h, struct smheap_rma_lock *lock,
+                         int nranks)
+{
+    int r, n = 0, ranks[64];
+
+    MPL_atomic_read_write_barrier();
+    if (MPL_atomic_acquire_load_int(&lock->nwaiting) == 0)
+        return;
+    for (r = 0; r < nranks; r++) {
+        if (!MPL_atomic_acquire_load_int(&lock->waiting[r]))
+            continue;
+        ranks[n++] = h->node_ranks[r];
+        if (n == 64) {
+            MPIDI_CH3I_Smheap_wake_node_ranks(ranks, n);
+            n = 0;
+        }
+    }
+    if (n)
+        MPIDI_CH3I_Smheap_wake_node_ranks(ranks, n);
+}
+
+static int lock_shared(struct MPIDI_CH3I_Win_heap *h, int target, int me)
+{
+    struct lock_wait w = {.lock = h->locks[target] };
+    int mpi_errno = MPI_SUCCESS;
+
+    w.phase = MPL_atomic_fetch_add_uint32(&w.lock->readers_in, READER) & WRITER_BITS;
+    if (w.phase)        /* a writer holds or waits: enter when its phase ends */
+        mpi_errno = wait_on_lock(reader_may_enter, &w, me);
+    h->held[target] = READER;
+    return mpi_errno;
+}
+
+static int lock_exclusive(struct MPIDI_CH3I_Win_heap *h, int target, int me)
+{
+    struct lock_wait w = {.lock = h->locks[target] };
+    uint32_t bits;
+    int mpi_errno;
+
+    w.ticket = MPL_atomic_fetch_add_uint32(&w.lock->writers_in, 1);
+    mpi_errno = wait_on_lock(writer_turn, &w, me);
+    MPIR_ERR_CHECK(mpi_errno);
+    bits = WRITER_PRESENT | (w.ticket & WRITER_PHASE);
+    /* the readers that came before us must leave; later ones wait for our phase to end */
+    w.ticket = MPL_atomic_fetch_add_uint32(&w.lock->readers_in, bits) & ~WRITER_BITS;
+    mpi_errno = wait_on_lock(readers_gone, &w, me);
+    MPIR_ERR_CHECK(mpi_errno);
+    h->held[target] = HELD_EXCLUSIVE | bits;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static void release(struct MPIDI_CH3I_Win_heap *h, int target, int nranks)
+{
+    struct smheap_rma_lock *lock = h->locks[target];
+    uint32_t held = h->held[target];
+
+    if (held == READER) {
+        MPL_atomic_fetch_add_uint32(&lock->readers_out, READER);
+    } else {
+        MPL_atomic_fetch_sub_uint32(&lock->readers_in, held & WRITER_BITS);
+        MPL_atomic_fetch_add_uint32(&lock->writers_out, 1);
+    }
+    h->held[target] = 0;
+    wake_waiters(h, lock, nranks);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* ch3's passive-target hooks                                                             */
+
+static int win_lock(MPIR_Win * win, int dest, int lock_type, int *taken)
+{
+    struct MPIDI_CH3I_Win_heap *h = win->smheap;
+    int mpi_errno = MPI_SUCCESS;
+
+    *taken = FALSE;
+    if (h == NULL || !h->locks_in_place)
+        goto fn_exit;
+    if (lock_type == MPI_LOCK_EXCLUSIVE)
+        mpi_errno = lock_exclusive(h, dest, win->comm_ptr->rank);
+    else
+        mpi_errno = lock_shared(h, dest, win->comm_ptr->rank);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPL_atomic_read_write_barrier();    /* the epoch's accesses come after the lock */
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_locks_in_place, 1);
+    *taken = TRUE;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int win_unlock(MPIR_Win * win, int dest)
+{
+    struct MPIDI_CH3I_Win_heap *h = win->smheap;
+
+    if (h != NULL && h->locks_in_place && h->held[dest]) {
+        MPL_atomic_read_write_barrier();        /* the epoch's accesses come first */
+        release(h, dest, win->comm_ptr->local_size);
+    }
+    return MPI_SUCCESS;
+}
+
+static int win_lock_all(MPIR_Win * win, int *taken)
+{
+    struct MPIDI_CH3I_Win_heap *h = win->smheap;
+    int mpi_errno = MPI_SUCCESS, r, n = win->comm_ptr->local_size;
+
+    *taken = FALSE;
+    if (h == NULL || !h->locks_in_place)
+        goto fn_exit;
+    /* In rank order on every origin.  A reader that comes after a waiting writer waits for
+     * it, so two origins taking their shared locks in different orders could each hold
+     * what the other's writer waits for; in one order, whoever holds a lock waits only for
+     * higher ranks, and the waits cannot close a circle. */
+    for (r = 0; r < n; r++) {
+        mpi_errno = lock_shared(h, r, win->comm_ptr->rank);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    MPL_atomic_read_write_barrier();
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_locks_in_place, n);
+    *taken = TRUE;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int win_unlock_all(MPIR_Win * win)
+{
+    struct MPIDI_CH3I_Win_heap *h = win->smheap;
+    int r, n = win->comm_ptr->local_size;
+
+    if (h == NULL || !h->locks_in_place)
+        return MPI_SUCCESS;
+    MPL_atomic_read_write_barrier();
+    for (r = 0; r < n; r++)
+        if (h->held[r])
+            release(h, r, n);
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Windows                                                                                */
+
+/* Does every rank of the window share this rank's heap? (The same answer on all of
+ * them: sharing a heap is being of one job on one node.) */
+static int all_share_heap(MPIR_Comm * comm)
+{
+    int r;
+
+    for (r = 0; r < comm->local_size; r++)
+        if (MPIDI_CH3I_Smheap_node_rank(comm, r) < 0)
+            return FALSE;
+    return TRUE;
+}
+
+/* Lock words for a window whose ranks all share the heap: each rank puts its own in its
+ * heap slice; all learn where the others' are.  Collective over the window. */
+static int attach_locks(MPIR_Win * win, struct MPIDI_CH3I_Win_heap *h)
+{
+    MPIR_Comm *comm = win->comm_ptr;
+    int n = comm->local_size, r, all_in_heap = 1;
+    size_t len = sizeof(struct smheap_rma_lock) + n * sizeof(MPL_atomic_int_t);
+    MPI_Aint *where;
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_CHKLMEM_DECL(1);
+
+    h->locks = MPL_calloc(n, sizeof(*h->locks), MPL_MEM_RMA);
+    h->held = MPL_calloc(n, sizeof(*h->held), MPL_MEM_RMA);
+    h->node_ranks = MPL_malloc(n * sizeof(*h->node_ranks), MPL_MEM_RMA);
+    MPIR_ERR_CHKANDJUMP(!h->locks || !h->held || !h->node_ranks, mpi_errno, MPI_ERR_OTHER,
+                        "**nomem");
+    h->my_lock = MPL_aligned_alloc(SMHEAP_CACHELINE, MPL_ROUND_UP_ALIGN(len, SMHEAP_CACHELINE),
+                                   MPL_MEM_RMA);
+    if (h->my_lock && !smheap_holds(h->my_lock, len)) {
+        MPL_free(h->my_lock);   /* the heap is full or off here: ch3's messages for all */
+        h->my_lock = NULL;
+    }
+    if (h->my_lock)
+        memset(h->my_lock, 0, len);
+
+    MPIR_CHKLMEM_MALLOC(where, MPI_Aint *, n * sizeof(MPI_Aint), mpi_errno, "lock words",
+                        MPL_MEM_RMA);
+    where[comm->rank] = MPIR_Ptr_to_aint(h->my_lock);
+    mpi_errno = MPIR_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, where, 1, MPI_AINT, comm,
+                               &errflag);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
+    for (r = 0; r < n; r++) {
+        h->locks[r] = MPIR_Aint_to_ptr(where[r]);
+        h->node_ranks[r] = MPIDI_CH3I_Smheap_node_rank(comm, r);
+        all_in_heap &= h->locks[r] != NULL;
+    }
+    h->locks_in_place = all_in_heap;
+  fn_exit:
+    MPIR_CHKLMEM_FREEALL();
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Is the memory of every rank of this node, in the window, in the heap? */
+static int node_memory_in_heap(MPIR_Win * win)
+{
+    MPIR_Comm *comm = win->comm_ptr;
+    int r;
+
+    for (r = 0; r < comm->local_size; r++) {
+        if (comm->intranode_table[r] < 0)
+            continue;
+        if (MPIDI_CH3I_Smheap_node_rank(comm, r) < 0 ||
+            !smheap_holds(win->basic_info_table[r].base_addr,
+                          (size_t) win->basic_info_table[r].size))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* Are the target bytes of an operation on a dynamic window in the heap?  Their address is
+ * the displacement itself. */
+int MPIDI_CH3I_Win_dynamic_in_place(MPI_Aint disp, MPI_Aint count, MPI_Datatype datatype)
+{
+    MPI_Aint true_lb, true_extent, extent;
+
+    if (count <= 0)
+        return TRUE;
+    MPIR_Type_get_true_extent_impl(datatype, &true_lb, &true_extent);
+    MPIR_Datatype_get_extent_macro(datatype, extent);
+    if (extent < 0 || true_extent < 0)
+        return FALSE;
+    return smheap_holds(MPIR_Aint_to_ptr(disp + true_lb),
+                        (size_t) ((count - 1) * extent + true_extent));
+}
+
+/* Make a window a shared-memory window: its node's ranks reach each other's memory at the
+ * addresses they gave (MPI_Win_create, the node's memory being in the heap), or at the
+ * displacements themselves (dynamic).  Collective over the window. */
+static int make_heap_window(MPIR_Win * win, struct MPIDI_CH3I_Win_heap *h)
+{
+    MPIR_Comm *comm = win->comm_ptr, *node_comm = comm->node_comm;
+    MPIDI_CH3I_SHM_MUTEX *mutex = NULL;
+    MPI_Aint where = 0;
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    int mpi_errno = MPI_SUCCESS, r, dynamic = win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC;
+
+    if (node_comm == NULL || comm->intranode_table == NULL ||
+        (!dynamic && !node_memory_in_heap(win)))
+        goto fn_exit;
+
+    /* the node's first rank makes the accumulates' mutex, in its slice */
+    if (node_comm->rank == 0) {
+        mutex = MPL_malloc(sizeof(*mutex), MPL_MEM_RMA);
+        if (mutex && smheap_holds(mutex, sizeof(*mutex))) {
+            int pt_err;
+
+            MPL_proc_mutex_create(mutex, &pt_err);
+            if (pt_err) {
+                MPL_free(mutex);
+                mutex = NULL;
+            }
+        } else {
+            MPL_free(mutex);
+            mutex = NULL;
+        }
+        where = MPIR_Ptr_to_aint(mutex);
+    }
+    mpi_errno = MPIR_Bcast(&where, 1, MPI_AINT, 0, node_comm, &errflag);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
+    if (where == 0)
+        goto fn_exit;
+
+    win->shm_base_addrs = MPL_calloc(node_comm->local_size, sizeof(void *), MPL_MEM_SHM);
+    MPIR_ERR_CHKANDJUMP(win->shm_base_addrs == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    for (r = 0; r < comm->local_size && !dynamic; r++)
+        if (comm->intranode_table[r] >= 0)
+            win->shm_base_addrs[comm->intranode_table[r]] = win->basic_info_table[r].base_addr;
+    win->shm_mutex = MPIR_Aint_to_ptr(where);
+    win->shm_allocated = TRUE;
+    h->heap_memory = TRUE;
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_heap_windows, 1);
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* After ch3 made a window of any flavour: what the heap adds to it.  Collective. */
+static int serve_window(MPIR_Win * win)
+{
+    struct MPIDI_CH3I_Win_heap *h;
+    int mpi_errno = MPI_SUCCESS;
+
+    if (!MPIR_CVAR_CH3_SMHEAP_RMA || !MPIDI_CH3I_Smheap_heap_shared)
+        goto fn_exit;
+    h = MPL_calloc(1, sizeof(*h), MPL_MEM_RMA);
+    MPIR_ERR_CHKANDJUMP(h == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    win->smheap = h;
+    if (win->create_flavor == MPI_WIN_FLAVOR_CREATE && !win->shm_allocated) {
+        mpi_errno = make_heap_window(win, h);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    /* Dynamic windows only where locks are taken in the heap as well: ch3 locks node-local
+     * targets of a shared-memory window ahead of MPI_Win_lock_all, and would lock again
+     * those that its packets reach. */
+    if (all_share_heap(win->comm_ptr)) {
+        mpi_errno = attach_locks(win, h);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (h->locks_in_place && win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+            mpi_errno = make_heap_window(win, h);
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+    }
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int win_create(void *base, MPI_Aint size, int disp_unit, MPIR_Info * info,
+                      MPIR_Comm * comm, MPIR_Win ** win)
+{
+    int mpi_errno = ch3_fns.create(base, size, disp_unit, info, comm, win);
+
+    return mpi_errno ? mpi_errno : serve_window(*win);
+}
+
+static int win_allocate(MPI_Aint size, int disp_unit, MPIR_Info * info, MPIR_Comm * comm,
+                        void *baseptr, MPIR_Win ** win)
+{
+    int mpi_errno = ch3_fns.allocate(size, disp_unit, info, comm, baseptr, win);
+
+    return mpi_errno ? mpi_errno : serve_window(*win);
+}
+
+static int win_allocate_shared(MPI_Aint size, int disp_unit, MPIR_Info * info,
+                               MPIR_Comm * comm, void *baseptr, MPIR_Win ** win)
+{
+    int mpi_errno = ch3_fns.allocate_shared(size, disp_unit, info, comm, baseptr, win);
+
+    return mpi_errno ? mpi_errno : serve_window(*win);
+}
+
+static int win_create_dynamic(MPIR_Info * info, MPIR_Comm * comm, MPIR_Win ** win)
+{
+    int mpi_errno = ch3_fns.create_dynamic(info, comm, win);
+
+    return mpi_errno ? mpi_errno : serve_window(*win);
+}
+
+static int win_init(MPI_Aint size, int disp_unit, int create_flavor, int model,
+                    MPIR_Info * info, MPIR_Comm * comm, MPIR_Win ** win)
+{
+    (*win)->smheap = NULL;
+    return ch3_hooks.win_init ? ch3_hooks.win_init(size, disp_unit, create_flavor, model,
+                                                   info, comm, win) : MPI_SUCCESS;
+}
+
+/* Every rank has passed ch3's barrier of MPI_Win_free: nobody uses the window any more. */
+static int win_free(MPIR_Win ** win)
+{
+    struct MPIDI_CH3I_Win_heap *h = (*win)->smheap;
+    MPIDI_CH3I_SHM_MUTEX *mutex = NULL;
+    int mpi_errno = MPI_SUCCESS;
+
+    if (h != NULL && h->heap_memory && (*win)->comm_ptr->node_comm->rank == 0)
+        mutex = (*win)->shm_mutex;
+    if (ch3_hooks.win_free) {
+        mpi_errno = ch3_hooks.win_free(win);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    if (h == NULL)
+        goto fn_exit;
+    if (h->heap_memory) {
+        (*win)->shm_allocated = FALSE;
+        (*win)->shm_mutex = NULL;
+    }
+    if (mutex) {
+        int pt_err = pthread_mutex_destroy(mutex);
+
+        MPL_free(mutex);
+        MPIR_ERR_CHKANDJUMP1(pt_err, mpi_errno, MPI_ERR_OTHER, "**pthread_mutex",
+                             "**pthread_mutex %s", strerror(pt_err));
+    }
+    MPL_free(h->my_lock);
+    MPL_free(h->locks);
+    MPL_free(h->held);
+    MPL_free(h->node_ranks);
+    MPL_free(h);
+    (*win)->smheap = NULL;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* ch3 filled its window tables (MPID_Init, before the channel starts); the heap's entries
+ * wrap what it put there. */
+void MPIDI_CH3I_Win_heap_init(void)
+{
+    ch3_fns = MPIDI_CH3U_Win_fns;
+    ch3_hooks = MPIDI_CH3U_Win_hooks;
+    MPIDI_CH3U_Win_fns.create = win_create;
+    MPIDI_CH3U_Win_fns.allocate = win_allocate;
+    MPIDI_CH3U_Win_fns.allocate_shared = win_allocate_shared;
+    MPIDI_CH3U_Win_fns.create_dynamic = win_create_dynamic;
+    MPIDI_CH3U_Win_hooks.win_init = win_init;
+    MPIDI_CH3U_Win_hooks.win_free = win_free;
+    MPIDI_CH3U_Win_hooks.lock = win_lock;
+    MPIDI_CH3U_Win_hooks.unlock = win_unlock;
+    MPIDI_CH3U_Win_hooks.lock_all = win_lock_all;
+    MPIDI_CH3U_Win_hooks.unlock_all = win_unlock_all;
+}
