@@ -120,7 +120,7 @@ else
     (cd "$obj/util" && make -s > /dev/null 2>&1) || { echo "cannot build test/mpi/util" >&2; exit 2; }
 fi
 case "$dirs" in
-    ci) dirs="attr coll comm datatype errhan group info init pt2pt topo spawn part threads/part
+    ci) dirs="attr coll comm datatype errhan group info init pt2pt rma topo spawn part threads/part
               f77/pt2pt f77/io f90/pt2pt f08/pt2pt cxx/pt2pt cxx/coll" ;;
     all) dirs=$(grep -v '^#' "$rundir/testlist" | grep -v '^ *$' | tr '\n' ' ') ;;
 esac

@@ -403,6 +403,8 @@ static int make_heap_window(MPIR_Win * win, struct MPIDI_CH3I_Win_heap *h)
     MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
     if (where == 0)
         goto fn_exit;
+    if (node_comm->rank != 0)   /* memcheck: the futex calls check the word's bytes */
+        smheap_peer_wrote(MPIR_Aint_to_ptr(where), sizeof(*mutex));
 
     win->shm_base_addrs = MPL_calloc(node_comm->local_size, sizeof(void *), MPL_MEM_SHM);
     MPIR_ERR_CHKANDJUMP(win->shm_base_addrs == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
