@@ -16,6 +16,7 @@
 #include "../include/smheap_test.h"
 
 #define BIG (1 << 20)
+#define SLOW_TAG (1 << 20)      /* above every tag of the cases */
 static char static_send[BIG], static_recv[BIG];
 
 enum path { EAGER, SINGLE, SHARED, KERNEL, STAGED, REMOTE, NPATHS };
@@ -163,7 +164,7 @@ static int recv_one(const struct sendcase *c, char *buf, enum op op, int tag, in
  * shared (the receiver sends nothing to the sender here, so it is free to help).  A remote send is one packet or
  * more (ch3's rendezvous sends its data after the handshake). */
 static int check_path(int rank, const struct sendcase *c, int recv_heap, enum op op,
-                      enum path want, const unsigned long long d[NPATHS])
+                      enum path want, int slow, const unsigned long long d[NPATHS])
 {
     int errs = 0;
 
@@ -172,6 +173,9 @@ static int check_path(int rank, const struct sendcase *c, int recv_heap, enum op
         int w = p == (int) want || (want == SHARED && p == SINGLE) ||
             (want == KERNEL && p == SHARED);
         int wrong = p == REMOTE && w ? d[p] < 1 : d[p] != (unsigned long long) w;
+
+        if (slow && p == SHARED)        /* whether the receiver helps depends on the size */
+            wrong = d[p] > 1;
 
         if (mine && wrong) {
             printf("%s into %s, %s: %s counted %llu, want %d\n", c->what,
@@ -205,17 +209,29 @@ int main(int argc, char **argv)
 
                 unsigned long long d[NPATHS] = { 0 }, shared_before, shared_after;
 
+                /* While copies into the rings run slow (a spell of the machine), data
+                 * outside the heap goes through the kernel from a smaller size on: the
+                 * sender says so (smheap_cma_slow_ring_msgs), and both expect it. */
+                int slow = 0;
+
                 if (rank == 0) {
                     char *buf = sc->heap ? heap_send : static_send;
+                    unsigned long long slow0 = pvar_value("smheap_cma_slow_ring_msgs");
+
                     fill(buf, sc->size, tag);
                     send_one(sc, buf, op, tag, d);
+                    slow = pvar_value("smheap_cma_slow_ring_msgs") != slow0;
+                    MPI_Send(&slow, 1, MPI_INT, 1, SLOW_TAG, MPI_COMM_WORLD);
                 } else if (rank == 1) {
                     shared_before = pvar_value(pvar_name[SHARED]);
                     errs += recv_one(sc, recv_heap ? heap_recv : static_recv, op, tag, tag);
                     shared_after = pvar_value(pvar_name[SHARED]);
                     d[SHARED] = shared_after - shared_before;
+                    MPI_Recv(&slow, 1, MPI_INT, 0, SLOW_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 }
-                errs += check_path(rank, sc, recv_heap, op, want, d);
+                if (slow && want == EAGER && !sc->heap)
+                    want = KERNEL;
+                errs += check_path(rank, sc, recv_heap, op, want, slow, d);
             }
         }
     }
