@@ -61,8 +61,10 @@ remote_rank_killed() {
     # and the job ends.  Hydra is told not to clean up after the dead rank itself, so a
     # channel that did not notice would hang here until the timeout.  Rank 0 writes what
     # MPI returned to a file too: Hydra sometimes drops its last line of output.  Hydra
-    # still kills the survivor at times before it could report (no file, "Killed"): such a
-    # round says nothing about the channel and is run again, up to 5 times.
+    # still kills the survivor at times before it could report (no file; mpiexec says
+    # "Killed", or names signal 11 although the survivor got SIGKILL: strace showed it, and
+    # a SIGSEGV handler preloaded into the ranks never ran): such a round says nothing
+    # about the channel and is run again, up to 5 times.
     local out="$log/lost.out" said="$log/lost.rank0" t pid round rc
     for round in 1 2 3 4 5; do
         rm -f "$said"
@@ -79,7 +81,7 @@ remote_rank_killed() {
         cat "$out" "$said" 2> /dev/null
         [ "$rc" != 124 ] || return 1    # the survivor never noticed
         [ -f "$said" ] && break
-        grep -q 'Killed' "$out" || return 1
+        grep -q 'Killed\|signal 11' "$out" || return 1
     done
     grep -q '^rank 0: ' "$said" && grep -q 'rank 1, on another node, was lost' "$said"
 }
