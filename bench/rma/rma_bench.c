@@ -7,12 +7,15 @@
  *            lock_all epoch (sync=flush), or by its own lock/unlock (sync=lock), the
  *            target waiting in MPI_Barrier.
  *   -t bw    bandwidth (MB/s): WINDOW operations, then one MPI_Win_flush.
+ *   -t epoch active-target epochs (us): MPI_Win_fence, put, MPI_Win_fence on both ranks
+ *            (sync=fence), or MPI_Win_start, put, MPI_Win_complete against MPI_Win_post,
+ *            MPI_Win_wait (sync=pscw), with puts of 8 B and 64 KiB.
  * Operations: put, get, acc (MPI_Accumulate of doubles, MPI_SUM).  Windows (-f): create
  * (MPI_Win_create over malloc'd memory), allocate (MPI_Win_allocate), dynamic
  * (MPI_Win_create_dynamic + MPI_Win_attach of malloc'd memory).  Sizes 8 B to 4 MiB.
  * One line per measurement, the median over the repetitions:
  *   test=lat op=put flavor=create sync=flush size=8 usec=0.091
- *   bench/rma/rma_bench -t busy|lat|bw [-f create|allocate|dynamic] [-q]
+ *   bench/rma/rma_bench -t busy|lat|bw|epoch [-f create|allocate|dynamic] [-q]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -209,6 +212,52 @@ static void bandwidth(int flavor, char *buf, const char *opname)
     close_window(&w);
 }
 
+static void epochs(int flavor, char *buf, int pscw)
+{
+    int sizes[] = { 8, 64 << 10 }, reps = quick ? 3 : 9, iters = quick ? 100 : 1000;
+    struct window w;
+    MPI_Group world, peer;
+    double t[16];
+
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, 1, (int[]) { 1 - rank }, &peer);
+    open_window(&w, flavor, 64 << 10);
+    for (int s = 0; s < 2; s++) {
+        for (int r = 0; r < reps; r++) {
+            double t0;
+
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (!pscw)
+                MPI_Win_fence(0, w.win);
+            t0 = MPI_Wtime();
+            for (int i = 0; i < iters; i++) {
+                if (!pscw) {
+                    if (rank == 0)
+                        op("put", buf, sizes[s], &w);
+                    MPI_Win_fence(0, w.win);
+                } else if (rank == 0) {
+                    MPI_Win_start(peer, 0, w.win);
+                    op("put", buf, sizes[s], &w);
+                    MPI_Win_complete(w.win);
+                } else {
+                    MPI_Win_post(peer, 0, w.win);
+                    MPI_Win_wait(w.win);
+                }
+            }
+            t[r] = (MPI_Wtime() - t0) / iters;
+            if (!pscw)
+                MPI_Win_fence(MPI_MODE_NOSUCCEED, w.win);
+        }
+        if (rank == 0)
+            printf("test=epoch op=put flavor=%s sync=%s size=%d usec=%.3f\n", flavors[flavor],
+                   pscw ? "pscw" : "fence", sizes[s], median(t, reps) * 1e6);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    close_window(&w);
+    MPI_Group_free(&peer);
+    MPI_Group_free(&world);
+}
+
 int main(int argc, char **argv)
 {
     const char *test = "lat", *ops[] = { "put", "get", "acc" };
@@ -235,7 +284,11 @@ int main(int argc, char **argv)
             continue;
         if (!strcmp(test, "busy"))
             busy(f, buf);
-        for (int o = 0; o < 3 && strcmp(test, "busy"); o++) {
+        if (!strcmp(test, "epoch")) {
+            epochs(f, buf, 0);
+            epochs(f, buf, 1);
+        }
+        for (int o = 0; o < 3 && strcmp(test, "busy") && strcmp(test, "epoch"); o++) {
             if (!strcmp(test, "lat")) {
                 latency(f, buf, ops[o], 0);
                 latency(f, buf, ops[o], 1);

@@ -7,13 +7,13 @@
 # faster), with the processor named.
 #   bench/rma/run.sh [RUNS]         (default 3)
 #   QUICK=1 bench/rma/run.sh 1      a smoke test: fewer repetitions
-#   RMA_TESTS="busy lat bw"         the tests to run (rma_bench.c says what each measures)
+#   RMA_TESTS="busy lat bw epoch"   the tests to run (rma_bench.c says what each measures)
 # Output in build/results/bench/: rma.txt (tables), rma-raw.txt (every measurement).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-3}
 quick=${QUICK:-0}
-tests=${RMA_TESTS:-busy lat bw}
+tests=${RMA_TESTS:-busy lat bw epoch}
 exe="$top/build/bench/rma"
 out="$top/build/results/bench"
 raw="$out/rma-raw.txt"

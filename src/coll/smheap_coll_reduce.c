@@ -27,7 +27,7 @@ static int allreduce_whole(int n, MPI_Aint bytes)
 }
 
 /* acc = in[0] op in[1] op ... op in[n-1], over elements [first, first+count) of each input,
- * in rank order (MPIR_Reduce_local(a, b) computes b = a op b), so non-commutative operations
+ * in rank order (smheap_reduce_local(a, b) computes b = a op b), so non-commutative operations
  * get MPI's order. */
 static int reduce_inputs(smheap_coll_comm_t * cc, int n, MPI_Aint first, MPI_Aint count,
                          MPI_Aint extent, MPI_Datatype dt, MPI_Op op, void *acc)
@@ -39,7 +39,7 @@ static int reduce_inputs(smheap_coll_comm_t * cc, int n, MPI_Aint first, MPI_Ain
         return MPI_SUCCESS;
     smheap_copy(acc, (const char *) slot(cc, n - 1)->src + off, count * extent);
     for (int r = n - 2; r >= 0 && mpi_errno == MPI_SUCCESS; r--)
-        mpi_errno = MPIR_Reduce_local((const char *) slot(cc, r)->src + off, acc, count, dt, op);
+        mpi_errno = smheap_reduce_local((const char *) slot(cc, r)->src + off, acc, count, dt, op);
     return mpi_errno;
 }
 
@@ -75,7 +75,7 @@ static int reduce_inline(smheap_coll_comm_t * cc, int me, const void *input, MPI
         WAIT_ALL_INLINE(cc, n, offered);
         memcpy(result, (n - 1 == me ? own : cell(cc, n - 1)->data) + off, part * extent);
         for (int r = n - 2; r >= 0 && mpi_errno == MPI_SUCCESS; r--)
-            mpi_errno = MPIR_Reduce_local((r == me ? own : cell(cc, r)->data) + off, result,
+            mpi_errno = smheap_reduce_local((r == me ? own : cell(cc, r)->data) + off, result,
                                           part, dt, op);
     }
     reach(cc, me, reduced);

@@ -120,7 +120,7 @@ int MPIDI_CH3I_Smheap_coll_tree_reduce(smheap_coll_comm_t * cc, int me, int root
     memcpy(acc, input, bytes);
     for (int i = 0; i < t->nchildren; i++) {
         CHECK_WAIT(wait_offer_as(cc, t->children[i], 0, offered, 1, &c));
-        mpi_errno = MPIR_Reduce_local(c->data, acc, count, dt, op);
+        mpi_errno = smheap_reduce_local(c->data, acc, count, dt, op);
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (t->parent >= 0) {

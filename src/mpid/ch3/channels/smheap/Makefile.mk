@@ -25,6 +25,7 @@ noinst_HEADERS +=                                          \
     src/mpid/ch3/channels/smheap/include/smheap_ring.h     \
     src/mpid/ch3/channels/smheap/include/smheap_doorbell.h \
     src/mpid/ch3/channels/smheap/include/smheap_copy.h     \
+    src/mpid/ch3/channels/smheap/include/smheap_reduce.h   \
     src/mpid/ch3/channels/smheap/include/smheap_cma.h      \
     src/mpid/ch3/channels/smheap/include/smheap_pace.h     \
     src/mpid/ch3/channels/smheap/include/smheap_cache.h    \
@@ -46,6 +47,7 @@ mpi_core_sources +=                                        \
     src/mpid/ch3/channels/smheap/src/ch3_win.c             \
     src/mpid/ch3/channels/smheap/src/smheap_queue.c        \
     src/mpid/ch3/channels/smheap/src/smheap_copy.c         \
+    src/mpid/ch3/channels/smheap/src/smheap_reduce.c       \
     src/mpid/ch3/channels/smheap/src/smheap_cma.c          \
     src/mpid/ch3/channels/smheap/src/smheap_pace.c         \
     src/mpid/ch3/channels/smheap/src/smheap_cache.c        \

@@ -1,7 +1,7 @@
 /*
  * ch3:smheap -- what the channel offers the shared-heap collectives (src/coll), and all
  * they may use of it: waiting the channel's way, waking ranks, the heap's state, the
- * node's cache size and the channel's bulk copy.
+ * node's cache size, the channel's bulk copy and its vector reduction kernels.
  */
 
 #ifndef SMHEAP_CHANNEL_H_INCLUDED
@@ -9,6 +9,7 @@
 
 #include "mpidimpl.h"
 #include "smheap_copy.h"
+#include "smheap_reduce.h"
 
 /* The channel's MPI_T performance variables say which paths ran; they are always on
  * (MPICH gates each pvar module on ENABLE_PVAR_<module>). */

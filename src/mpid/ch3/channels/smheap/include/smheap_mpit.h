@@ -39,6 +39,7 @@ extern unsigned long long PVAR_COUNTER_smheap_part_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_part_placed;
 extern unsigned long long PVAR_COUNTER_smheap_rma_locks_in_place;
 extern unsigned long long PVAR_COUNTER_smheap_rma_heap_windows;
+extern unsigned long long PVAR_COUNTER_smheap_rma_epochs_in_place;
 
 /* Registers every one of the channel's performance variables (MPIDI_CH3_Init). */
 void MPIDI_CH3I_Smheap_mpit_init(void);

@@ -140,6 +140,7 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
 
     MPIR_Comm_fns = &comm_fns;
     smheap_copy_init();
+    smheap_reduce_init();
     MPIDI_CH3I_Smheap_mpit_init();
     MPIDI_CH3I_Win_heap_init();
     mpi_errno = map_node_ranks(pg_p->size);

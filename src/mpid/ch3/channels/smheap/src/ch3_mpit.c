@@ -44,6 +44,8 @@ unsigned long long PVAR_COUNTER_smheap_rma_ops_in_place;
 unsigned long long PVAR_COUNTER_smheap_rma_ops_queued;
 unsigned long long PVAR_COUNTER_smheap_rma_locks_in_place;
 unsigned long long PVAR_COUNTER_smheap_rma_heap_windows;
+unsigned long long PVAR_COUNTER_smheap_rma_epochs_in_place;
+unsigned long long PVAR_COUNTER_smheap_vector_reductions;
 
 #define FLAGS (MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS)
 
@@ -216,6 +218,13 @@ static void register_rma(void)
     COUNTER(smheap_rma_heap_windows, MPI_T_VERBOSITY_USER_DETAIL,
             "windows of MPI_Win_create this rank made shared-memory windows, their node's "
             "memory being in the heap");
+    COUNTER(smheap_rma_epochs_in_place, MPI_T_VERBOSITY_USER_BASIC,
+            "active-target synchronization calls (fence, post, start, complete, wait, a "
+            "successful test) this rank did through the heap, without messages");
+    COUNTER(smheap_vector_reductions, MPI_T_VERBOSITY_USER_DETAIL,
+            "reductions this rank did with the channel's vector kernels instead of MPICH's "
+            "loops: accumulates done in place or from packets, and the shared-heap "
+            "collectives' local reductions");
 }
 
 static void register_waiting(void)

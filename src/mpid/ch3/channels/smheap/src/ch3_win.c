@@ -16,6 +16,11 @@
  *   heap, one per target, which origins take themselves (ch3's window hooks lock, unlock,
  *   lock_all, unlock_all; maint/patches/0009): MPI_Win_lock, the operations and
  *   MPI_Win_unlock complete while the target computes without calling MPI.
+ * - Active-target synchronization of windows whose every operation is done in place (all
+ *   ranks share the heap, the window is in shared memory, not dynamic) goes through the
+ *   heap too (hooks fence, post, start, complete, wait, test; maint/patches/0011): a fence
+ *   is the shared-heap barrier; post and complete add one to a counter of each partner,
+ *   start and wait wait for their partners' counters to move.
  *
  * A lock word is a phase-fair reader-writer ticket lock (Brandenburg and Anderson, "Spin-
  * based reader-writer synchronization for multiprocessor real-time systems", 2010):
@@ -66,14 +71,31 @@ struct smheap_rma_lock {
     MPL_atomic_int_t waiting[]; /* by rank of the window's communicator */
 };
 
+/* The counters of post-start-complete-wait epochs, one set per rank, in its heap slice.
+ * They only grow; each rank remembers how much of them its own calls have consumed. */
+struct smheap_rma_epochs {
+    MPL_atomic_uint32_t completes;      /* MPI_Win_complete of origins to this rank */
+    MPL_atomic_uint32_t posts[];        /* by target: its MPI_Win_post to this rank */
+};
+
 /* What this rank keeps of a window served here. */
 struct MPIDI_CH3I_Win_heap {
     int heap_memory;            /* made a shared-memory window here: the mutex is ours */
     int locks_in_place;
+    int epochs_in_place;        /* fence and PSCW through the heap */
     struct smheap_rma_lock *my_lock;    /* this rank's word, in its heap slice */
     struct smheap_rma_lock **locks;     /* by rank: each target's word */
+    struct smheap_rma_epochs *my_epochs;        /* this rank's counters, in its heap slice */
+    struct smheap_rma_epochs **epochs;  /* by rank */
     uint32_t *held;             /* by rank: 0, READER, or the writer's bits | 1 << 31 */
     int *node_ranks;            /* by rank: index among the node's ranks, for wake-ups */
+    uint32_t *posts_used;       /* by target: its posts that this rank's starts consumed */
+    uint32_t completes_used;    /* completes that this rank's waits consumed */
+    int *access_group;          /* ranks of this rank's access epoch (start to complete) */
+    int access_size;
+    int exposure_size;          /* origins of this rank's exposure epoch (post to wait) */
+    int *wake;                  /* room for the node ranks of a group */
+    int my_rank;                /* in the window */
 };
 
 #define HELD_EXCLUSIVE  (1u << 31)
@@ -273,6 +295,227 @@ static int win_unlock_all(MPIR_Win * win)
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* ch3's active-target hooks                                                              */
+
+static int epochs_served(MPIR_Win * win)
+{
+    return win->smheap != NULL && win->smheap->epochs_in_place;
+}
+
+/* The ranks in the window of a group's members, into ranks. */
+static int window_ranks(MPIR_Win * win, MPIR_Group * group, int *ranks)
+{
+    MPIR_Group *win_group;
+    int *members, i, mpi_errno;
+    MPIR_CHKLMEM_DECL(1);
+
+    MPIR_CHKLMEM_MALLOC(members, int *, group->size * sizeof(int), mpi_errno, "members",
+                        MPL_MEM_RMA);
+    for (i = 0; i < group->size; i++)
+        members[i] = i;
+    mpi_errno = MPIR_Comm_group_impl(win->comm_ptr, &win_group);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIR_Group_translate_ranks_impl(group, group->size, members, win_group, ranks);
+    MPIR_Group_release(win_group);
+  fn_exit:
+    MPIR_CHKLMEM_FREEALL();
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Add one to a counter of each rank of group (n of them) and wake them. */
+static void signal_group(struct MPIDI_CH3I_Win_heap *h, const int *group, int n,
+                         MPL_atomic_uint32_t * (*counter) (struct MPIDI_CH3I_Win_heap *, int))
+{
+    for (int i = 0; i < n; i++) {
+        MPL_atomic_fetch_add_uint32(counter(h, group[i]), 1);
+        h->wake[i] = h->node_ranks[group[i]];
+    }
+    MPIDI_CH3I_Smheap_wake_node_ranks(h->wake, n);
+}
+
+static MPL_atomic_uint32_t *post_counter(struct MPIDI_CH3I_Win_heap *h, int origin)
+{
+    return &h->epochs[origin]->posts[h->my_rank];
+}
+
+static MPL_atomic_uint32_t *complete_counter(struct MPIDI_CH3I_Win_heap *h, int target)
+{
+    return &h->epochs[target]->completes;
+}
+
+/* Counters that only grow, compared with what has been consumed of them. */
+static int moved_past(uint32_t counter, uint32_t used, uint32_t by)
+{
+    return (int32_t) (counter - used - by) >= 0;
+}
+
+static int posts_arrived(void *arg)
+{
+    struct MPIDI_CH3I_Win_heap *h = arg;
+
+    for (int i = 0; i < h->access_size; i++) {
+        int t = h->access_group[i];
+
+        if (!moved_past(MPL_atomic_acquire_load_uint32(&h->my_epochs->posts[t]),
+                        h->posts_used[t], 1))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static int completes_arrived(void *arg)
+{
+    struct MPIDI_CH3I_Win_heap *h = arg;
+
+    return moved_past(MPL_atomic_acquire_load_uint32(&h->my_epochs->completes),
+                      h->completes_used, h->exposure_size);
+}
+
+/* A fence is a barrier: every operation before it was done in place. */
+static int win_fence(MPIR_Win * win, int assert, int *done)
+{
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    int mpi_errno = MPI_SUCCESS;
+
+    *done = FALSE;
+    if (!epochs_served(win))
+        goto fn_exit;
+    MPL_atomic_read_write_barrier();
+    if ((assert & (MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED)) !=
+        (MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED)) {
+        mpi_errno = MPIR_Barrier(win->comm_ptr, &errflag);
+        MPIR_ERR_CHECK(mpi_errno);
+        MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
+    }
+    MPL_atomic_read_write_barrier();
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_epochs_in_place, 1);
+    *done = TRUE;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Exposure: each origin learns of it through its counter of this target's posts. */
+static int win_post(MPIR_Win * win, MPIR_Group * group, int assert, int *done)
+{
+    struct MPIDI_CH3I_Win_heap *h = win->smheap;
+    int mpi_errno = MPI_SUCCESS;
+    int *origins;
+    MPIR_CHKLMEM_DECL(1);
+
+    *done = FALSE;
+    if (!epochs_served(win))
+        goto fn_exit;
+    MPIR_CHKLMEM_MALLOC(origins, int *, group->size * sizeof(int), mpi_errno, "origins",
+                        MPL_MEM_RMA);
+    mpi_errno = window_ranks(win, group, origins);
+    MPIR_ERR_CHECK(mpi_errno);
+    h->exposure_size = group->size;
+    MPL_atomic_read_write_barrier();    /* our window's stores before their accesses */
+    if (!(assert & MPI_MODE_NOCHECK))
+        signal_group(h, origins, group->size, post_counter);
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_epochs_in_place, 1);
+    *done = TRUE;
+  fn_exit:
+    MPIR_CHKLMEM_FREEALL();
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int win_start(MPIR_Win * win, MPIR_Group * group, int assert, int *done)
+{
+    struct MPIDI_CH3I_Win_heap *h = win->smheap;
+    int mpi_errno = MPI_SUCCESS;
+
+    *done = FALSE;
+    if (!epochs_served(win))
+        goto fn_exit;
+    mpi_errno = window_ranks(win, group, h->access_group);
+    MPIR_ERR_CHECK(mpi_errno);
+    h->access_size = group->size;
+    if (!(assert & MPI_MODE_NOCHECK)) {
+        mpi_errno = MPIDI_CH3I_Progress_wait_for(posts_arrived, h);
+        MPIR_ERR_CHECK(mpi_errno);
+        for (int i = 0; i < h->access_size; i++)
+            h->posts_used[h->access_group[i]]++;
+    }
+    MPL_atomic_read_write_barrier();
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_epochs_in_place, 1);
+    *done = TRUE;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int win_complete(MPIR_Win * win, int *done)
+{
+    struct MPIDI_CH3I_Win_heap *h = win->smheap;
+
+    *done = FALSE;
+    if (!epochs_served(win))
+        return MPI_SUCCESS;
+    MPL_atomic_read_write_barrier();    /* our accesses before the targets see them done */
+    signal_group(h, h->access_group, h->access_size, complete_counter);
+    h->access_size = 0;
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_epochs_in_place, 1);
+    *done = TRUE;
+    return MPI_SUCCESS;
+}
+
+static void end_exposure(struct MPIDI_CH3I_Win_heap *h)
+{
+    h->completes_used += h->exposure_size;
+    h->exposure_size = 0;
+    MPL_atomic_read_write_barrier();    /* the origins' accesses before ours */
+}
+
+static int win_wait(MPIR_Win * win, int *done)
+{
+    struct MPIDI_CH3I_Win_heap *h = win->smheap;
+    int mpi_errno = MPI_SUCCESS;
+
+    *done = FALSE;
+    if (!epochs_served(win))
+        goto fn_exit;
+    mpi_errno = MPIDI_CH3I_Progress_wait_for(completes_arrived, h);
+    MPIR_ERR_CHECK(mpi_errno);
+    end_exposure(h);
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_epochs_in_place, 1);
+    *done = TRUE;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int win_test(MPIR_Win * win, int *flag, int *done)
+{
+    struct MPIDI_CH3I_Win_heap *h = win->smheap;
+    int mpi_errno = MPI_SUCCESS;
+
+    *done = FALSE;
+    if (!epochs_served(win))
+        goto fn_exit;
+    mpi_errno = MPID_Progress_test(NULL);       /* our messages move meanwhile */
+    MPIR_ERR_CHECK(mpi_errno);
+    *flag = completes_arrived(h);
+    if (*flag) {
+        end_exposure(h);
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_epochs_in_place, 1);
+    }
+    *done = TRUE;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* Windows                                                                                */
 
 /* Does every rank of the window share this rank's heap? (The same answer on all of
@@ -287,43 +530,61 @@ static int all_share_heap(MPIR_Comm * comm)
     return TRUE;
 }
 
-/* Lock words for a window whose ranks all share the heap: each rank puts its own in its
- * heap slice; all learn where the others' are.  Collective over the window. */
+/* A zeroed block of len bytes in this rank's heap slice, or NULL (the heap is full or off
+ * here: ch3's messages then serve the window). */
+static void *alloc_in_heap(size_t len)
+{
+    void *p = MPL_aligned_alloc(SMHEAP_CACHELINE, MPL_ROUND_UP_ALIGN(len, SMHEAP_CACHELINE),
+                                MPL_MEM_RMA);
+
+    if (p && !smheap_holds(p, len)) {
+        MPL_free(p);
+        p = NULL;
+    }
+    if (p)
+        memset(p, 0, len);
+    return p;
+}
+
+/* Lock words and epoch counters for a window whose ranks all share the heap: each rank puts
+ * its own in its heap slice; all learn where the others' are.  Collective over the
+ * window. */
 static int attach_locks(MPIR_Win * win, struct MPIDI_CH3I_Win_heap *h)
 {
     MPIR_Comm *comm = win->comm_ptr;
     int n = comm->local_size, r, all_in_heap = 1;
-    size_t len = sizeof(struct smheap_rma_lock) + n * sizeof(MPL_atomic_int_t);
     MPI_Aint *where;
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
     int mpi_errno = MPI_SUCCESS;
     MPIR_CHKLMEM_DECL(1);
 
     h->locks = MPL_calloc(n, sizeof(*h->locks), MPL_MEM_RMA);
+    h->epochs = MPL_calloc(n, sizeof(*h->epochs), MPL_MEM_RMA);
     h->held = MPL_calloc(n, sizeof(*h->held), MPL_MEM_RMA);
+    h->posts_used = MPL_calloc(n, sizeof(*h->posts_used), MPL_MEM_RMA);
     h->node_ranks = MPL_malloc(n * sizeof(*h->node_ranks), MPL_MEM_RMA);
-    MPIR_ERR_CHKANDJUMP(!h->locks || !h->held || !h->node_ranks, mpi_errno, MPI_ERR_OTHER,
-                        "**nomem");
-    h->my_lock = MPL_aligned_alloc(SMHEAP_CACHELINE, MPL_ROUND_UP_ALIGN(len, SMHEAP_CACHELINE),
-                                   MPL_MEM_RMA);
-    if (h->my_lock && !smheap_holds(h->my_lock, len)) {
-        MPL_free(h->my_lock);   /* the heap is full or off here: ch3's messages for all */
-        h->my_lock = NULL;
-    }
-    if (h->my_lock)
-        memset(h->my_lock, 0, len);
+    h->access_group = MPL_malloc(n * sizeof(*h->access_group), MPL_MEM_RMA);
+    h->wake = MPL_malloc(n * sizeof(*h->wake), MPL_MEM_RMA);
+    MPIR_ERR_CHKANDJUMP(!h->locks || !h->epochs || !h->held || !h->posts_used ||
+                        !h->node_ranks || !h->access_group || !h->wake, mpi_errno,
+                        MPI_ERR_OTHER, "**nomem");
+    h->my_lock = alloc_in_heap(sizeof(struct smheap_rma_lock) + n * sizeof(MPL_atomic_int_t));
+    h->my_epochs = alloc_in_heap(sizeof(struct smheap_rma_epochs) +
+                                 n * sizeof(MPL_atomic_uint32_t));
 
-    MPIR_CHKLMEM_MALLOC(where, MPI_Aint *, n * sizeof(MPI_Aint), mpi_errno, "lock words",
-                        MPL_MEM_RMA);
-    where[comm->rank] = MPIR_Ptr_to_aint(h->my_lock);
-    mpi_errno = MPIR_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, where, 1, MPI_AINT, comm,
+    MPIR_CHKLMEM_MALLOC(where, MPI_Aint *, 2 * n * sizeof(MPI_Aint), mpi_errno,
+                        "lock words", MPL_MEM_RMA);
+    where[2 * comm->rank] = MPIR_Ptr_to_aint(h->my_lock);
+    where[2 * comm->rank + 1] = MPIR_Ptr_to_aint(h->my_epochs);
+    mpi_errno = MPIR_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, where, 2, MPI_AINT, comm,
                                &errflag);
     MPIR_ERR_CHECK(mpi_errno);
     MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
     for (r = 0; r < n; r++) {
-        h->locks[r] = MPIR_Aint_to_ptr(where[r]);
+        h->locks[r] = MPIR_Aint_to_ptr(where[2 * r]);
+        h->epochs[r] = MPIR_Aint_to_ptr(where[2 * r + 1]);
         h->node_ranks[r] = MPIDI_CH3I_Smheap_node_rank(comm, r);
-        all_in_heap &= h->locks[r] != NULL;
+        all_in_heap &= h->locks[r] != NULL && h->epochs[r] != NULL;
     }
     h->locks_in_place = all_in_heap;
   fn_exit:
@@ -431,6 +692,7 @@ static int serve_window(MPIR_Win * win)
         goto fn_exit;
     h = MPL_calloc(1, sizeof(*h), MPL_MEM_RMA);
     MPIR_ERR_CHKANDJUMP(h == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    h->my_rank = win->comm_ptr->rank;
     win->smheap = h;
     if (win->create_flavor == MPI_WIN_FLAVOR_CREATE && !win->shm_allocated) {
         mpi_errno = make_heap_window(win, h);
@@ -446,6 +708,9 @@ static int serve_window(MPIR_Win * win)
             mpi_errno = make_heap_window(win, h);
             MPIR_ERR_CHECK(mpi_errno);
         }
+        /* every operation in place: nobody's packets need a target's progress */
+        h->epochs_in_place = h->locks_in_place && win->shm_allocated &&
+            win->create_flavor != MPI_WIN_FLAVOR_DYNAMIC;
     }
   fn_exit:
     return mpi_errno;
@@ -519,9 +784,14 @@ static int win_free(MPIR_Win ** win)
                              "**pthread_mutex %s", strerror(pt_err));
     }
     MPL_free(h->my_lock);
+    MPL_free(h->my_epochs);
     MPL_free(h->locks);
+    MPL_free(h->epochs);
     MPL_free(h->held);
+    MPL_free(h->posts_used);
     MPL_free(h->node_ranks);
+    MPL_free(h->access_group);
+    MPL_free(h->wake);
     MPL_free(h);
     (*win)->smheap = NULL;
   fn_exit:
@@ -546,4 +816,10 @@ void MPIDI_CH3I_Win_heap_init(void)
     MPIDI_CH3U_Win_hooks.unlock = win_unlock;
     MPIDI_CH3U_Win_hooks.lock_all = win_lock_all;
     MPIDI_CH3U_Win_hooks.unlock_all = win_unlock_all;
+    MPIDI_CH3U_Win_hooks.fence = win_fence;
+    MPIDI_CH3U_Win_hooks.post = win_post;
+    MPIDI_CH3U_Win_hooks.start = win_start;
+    MPIDI_CH3U_Win_hooks.complete = win_complete;
+    MPIDI_CH3U_Win_hooks.wait = win_wait;
+    MPIDI_CH3U_Win_hooks.test = win_test;
 }
