@@ -1,7 +1,10 @@
-/* Active-target epochs, many in a row, on windows from MPI_Win_allocate and from
- * MPI_Win_create over malloc'd memory:
+/* Active-target epochs, many in a row, on windows from MPI_Win_allocate, from
+ * MPI_Win_create over malloc'd memory and from MPI_Win_create_dynamic with malloc'd memory
+ * attached:
  * - fence: every rank puts its round's value into its right neighbour's window and adds
- *   one to a counter of rank 0's, between fences; each value checked after the fence;
+ *   one to a counter of rank 0's, between fences; each value checked after the fence; on
+ *   the dynamic window every third round also puts into static memory attached beside
+ *   (outside the heap: ch3's packets and its own fence for that epoch);
  * - post/start/complete/wait in a ring (each rank exposes its window to its left
  *   neighbour and accesses its right one), in all-to-all groups, with MPI_Win_test polled
  *   instead of MPI_Win_wait, and with MPI_MODE_NOCHECK after a barrier;
@@ -18,13 +21,22 @@ enum { RING, ALL, TEST, NOCHECK, NMODES };
 static const char *mode_name[] = { "ring", "all-to-all", "MPI_Win_test", "MPI_MODE_NOCHECK" };
 
 static int rank, size;
+static MPI_Aint *base;          /* by rank: the displacement of its slot 0 (bytes) */
+static MPI_Aint *spare_base;    /* by rank: where its static memory is (dynamic window) */
+static long spare[2];
+#define SPARE_EVERY 3
+
+static MPI_Aint slot(int target, int i)
+{
+    return base[target] + i * (MPI_Aint) sizeof(long);
+}
 
 static long value(int from, int round)
 {
     return (long) round * 1000 + from + 1;
 }
 
-static int fences(MPI_Win win, long *mine)
+static int fences(MPI_Win win, long *mine, int dynamic)
 {
     int errs = 0, right = (rank + 1) % size, left = (rank + size - 1) % size;
     long one = 1;
@@ -33,9 +45,16 @@ static int fences(MPI_Win win, long *mine)
     for (int round = 0; round < ROUNDS; round++) {
         long v = value(rank, round);
 
-        MPI_Put(&v, 1, MPI_LONG, right, 1, 1, MPI_LONG, win);
-        MPI_Accumulate(&one, 1, MPI_LONG, 0, 0, 1, MPI_LONG, MPI_SUM, win);
+        MPI_Put(&v, 1, MPI_LONG, right, slot(right, 1), 1, MPI_LONG, win);
+        MPI_Accumulate(&one, 1, MPI_LONG, 0, slot(0, 0), 1, MPI_LONG, MPI_SUM, win);
+        if (dynamic && round % SPARE_EVERY == SPARE_EVERY - 1)
+            MPI_Put(&v, 1, MPI_LONG, right, spare_base[right] + sizeof(long), 1, MPI_LONG, win);
         MPI_Win_fence(0, win);
+        if (dynamic && round % SPARE_EVERY == SPARE_EVERY - 1 && spare[1] != value(left, round)) {
+            if (errs++ < 5)
+                printf("rank %d: fence round %d: %ld in static memory from rank %d, expected "
+                       "%ld\n", rank, round, spare[1], left, value(left, round));
+        }
         if (mine[1] != value(left, round)) {
             if (errs++ < 5)
                 printf("rank %d: fence round %d: %ld from rank %d, expected %ld\n", rank,
@@ -75,9 +94,9 @@ static int pscw(MPI_Win win, long *mine, int mode)
         MPI_Win_start(targets, nocheck, win);
         if (mode == ALL)
             for (int t = 0; t < size; t++)
-                MPI_Put(&v, 1, MPI_LONG, t, 1 + rank, 1, MPI_LONG, win);
+                MPI_Put(&v, 1, MPI_LONG, t, slot(t, 1 + rank), 1, MPI_LONG, win);
         else
-            MPI_Put(&v, 1, MPI_LONG, right, 1 + rank, 1, MPI_LONG, win);
+            MPI_Put(&v, 1, MPI_LONG, right, slot(right, 1 + rank), 1, MPI_LONG, win);
         MPI_Win_complete(win);
         if (mode == TEST) {
             int flag = 0;
@@ -119,32 +138,50 @@ int main(int argc, char **argv)
     if (served)
         before = pvar_value("smheap_rma_epochs_in_place");
 
-    for (int flavor = 0; flavor < 2; flavor++) {
+    base = calloc(size, sizeof(MPI_Aint));
+    spare_base = calloc(size, sizeof(MPI_Aint));
+    for (int flavor = 0; flavor < 3; flavor++) {
         MPI_Aint bytes = (1 + size) * sizeof(long);
         long *mine;
         MPI_Win win;
 
         if (flavor == 0) {
-            MPI_Win_allocate(bytes, sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &win);
+            MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &win);
+        } else if (flavor == 1) {
+            mine = malloc(bytes);
+            MPI_Win_create(mine, bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
         } else {
             mine = malloc(bytes);
-            MPI_Win_create(mine, bytes, sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+            MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+            MPI_Win_attach(win, mine, bytes);
+            MPI_Win_attach(win, spare, sizeof(spare));
+            MPI_Get_address(mine, &base[rank]);
+            MPI_Allgather(MPI_IN_PLACE, 1, MPI_AINT, base, 1, MPI_AINT, MPI_COMM_WORLD);
+            MPI_Get_address(spare, &spare_base[rank]);
+            MPI_Allgather(MPI_IN_PLACE, 1, MPI_AINT, spare_base, 1, MPI_AINT, MPI_COMM_WORLD);
         }
         memset(mine, 0, bytes);
         MPI_Barrier(MPI_COMM_WORLD);
-        errs += fences(win, mine);
+        errs += fences(win, mine, flavor == 2);
         for (int mode = 0; mode < NMODES; mode++)
             errs += pscw(win, mine, mode);
+        if (flavor == 2) {
+            MPI_Win_detach(win, spare);
+            MPI_Win_detach(win, mine);
+        }
         MPI_Win_free(&win);
-        if (flavor == 1)
+        if (flavor != 0)
             free(mine);
     }
 
     if (served) {
         /* per window: the fences (ROUNDS rounds of two, the first and the last), and per
-         * round of each mode post, start, complete, and wait or a successful test */
+         * round of each mode post, start, complete, and wait or a successful test; the
+         * dynamic window's fences only, less those that end an epoch with a put into
+         * static memory (ch3's), PSCW by ch3 */
         unsigned long long done = pvar_value("smheap_rma_epochs_in_place") - before;
-        unsigned long long want = 2ULL * (2 * ROUNDS + 2 + 4ULL * ROUNDS * NMODES);
+        unsigned long long want = 2ULL * (2 * ROUNDS + 2 + 4ULL * ROUNDS * NMODES) +
+            (2 * ROUNDS + 2) - ROUNDS / SPARE_EVERY;
 
         if (done != want) {
             printf("rank %d: %llu synchronization calls went through the heap, expected "
@@ -152,6 +189,8 @@ int main(int argc, char **argv)
             errs++;
         }
     }
+    free(base);
+    free(spare_base);
     MPI_T_finalize();
     smheap_test_report(errs);
     MPI_Finalize();

@@ -30,6 +30,7 @@
  */
 
 #include "mpidi_ch3_impl.h"
+#include "mpidrma.h"          /* ch3's RMA state, read by the fence */
 #include "smheap.h"
 #include "smheap_channel.h"
 #include "smheap_mpit.h"
@@ -373,22 +374,50 @@ static int completes_arrived(void *arg)
                       h->completes_used, h->exposure_size);
 }
 
-/* A fence is a barrier: every operation before it was done in place. */
+/* Has ch3 anything of this window in flight: operations queued as packets (to targets in
+ * its slots), acknowledgements, operations of others still to arrive, a fence's barrier? */
+static int ch3_window_busy(MPIR_Win * win)
+{
+    if (win->outstanding_acks || win->at_completion_counter || win->sync_request_cnt)
+        return TRUE;
+    for (int i = 0; i < win->num_slots; i++)
+        if (win->slots[i].target_list_head != NULL)
+            return TRUE;
+    return FALSE;
+}
+
+/* A fence is a barrier where every operation before it was done in place: on windows
+ * whose operations all are, always; on dynamic windows whose ranks share the heap (their
+ * operations on bytes outside it go as packets), when no rank has anything of ch3's in
+ * flight, which they agree on with one allreduce (itself the barrier); else ch3 fences. */
 static int win_fence(MPIR_Win * win, int assert, int *done)
 {
+    struct MPIDI_CH3I_Win_heap *h = win->smheap;
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
-    int mpi_errno = MPI_SUCCESS;
+    int mpi_errno = MPI_SUCCESS, busy;
 
     *done = FALSE;
-    if (!epochs_served(win))
+    if (h == NULL || !(h->epochs_in_place || (h->locks_in_place && win->shm_allocated)))
         goto fn_exit;
     MPL_atomic_read_write_barrier();
-    if ((assert & (MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED)) !=
+    if ((assert & (MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED)) ==
         (MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED)) {
+        /* no epoch ends or begins: nothing to order */
+    } else if (h->epochs_in_place) {
         mpi_errno = MPIR_Barrier(win->comm_ptr, &errflag);
+    } else {
+        /* a previous fence of ch3's ends with a barrier in flight: let it complete */
+        while (win->sync_request_cnt > 0 && mpi_errno == MPI_SUCCESS)
+            mpi_errno = MPID_Progress_test(NULL);
         MPIR_ERR_CHECK(mpi_errno);
-        MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
+        busy = ch3_window_busy(win);
+        mpi_errno = MPIR_Allreduce(MPI_IN_PLACE, &busy, 1, MPI_INT, MPI_LOR, win->comm_ptr,
+                                   &errflag);
+        if (mpi_errno == MPI_SUCCESS && !errflag && busy)
+            goto fn_exit;       /* ch3 fences, on every rank */
     }
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
     MPL_atomic_read_write_barrier();
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_epochs_in_place, 1);
     *done = TRUE;
