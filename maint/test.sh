@@ -474,6 +474,9 @@ check debian-built-program-runs debian_program_runs
 check spin-chosen-by-cpus spin_chosen_by_cpus
 check valgrind-clean valgrind_clean
 check valgrind-reports-use-after-free-and-leak valgrind_reports
+check readme-leads "$top/test/checks/readme_leads.sh"
+check docs-list-every-knob-and-counter "$top/maint/doc-lists.sh" --check --install "$prefix"
+check channel-calls-go-down python3 "$top/maint/check-layers.py" --obj "$BUILD_DIR/smheap-obj"
 mkdir -p "$work/heap"
 check heap-patterns-within-glibc-time "${heap_on[@]}" "$top/test/checks/heap_patterns.sh" "$work/heap" 5
 

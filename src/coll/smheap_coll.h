@@ -107,12 +107,20 @@ typedef enum {
     SMHEAP_COLL_TREE            /* and those that ran as a tree (smheap_coll_tree.h) */
 } smheap_coll_path_t;
 
-/* smheap_coll_comm.c */
+/* smheap_coll_comm.c: the communicator hooks */
 int MPIDI_CH3I_Smheap_coll_init(void);
 int MPIDI_CH3I_Smheap_coll_finalize(void);
+
+/* smheap_coll_block.c: a communicator's control block, staging and waits, and the
+ * counters of the paths taken */
 int MPIDI_CH3I_Smheap_coll_ready(MPIR_Comm * comm, smheap_coll_comm_t ** cc);
 void *MPIDI_CH3I_Smheap_coll_scratch(smheap_coll_comm_t * cc, size_t len);
 int MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step);
+extern unsigned long long PVAR_COUNTER_smheap_coll_shared;
+extern unsigned long long PVAR_COUNTER_smheap_coll_node_aware;
+extern unsigned long long PVAR_COUNTER_smheap_coll_fallback;
+extern unsigned long long PVAR_COUNTER_smheap_coll_inline;
+extern unsigned long long PVAR_COUNTER_smheap_coll_tree;
 extern unsigned long long PVAR_COUNTER_smheap_coll_lines_read;
 extern unsigned long long PVAR_COUNTER_smheap_coll_lines_written;
 void MPIDI_CH3I_Smheap_coll_count(smheap_coll_path_t path);

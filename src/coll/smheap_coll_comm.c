@@ -1,8 +1,8 @@
 /*
  * ch3:smheap collectives -- communicators: the create and destroy hooks that install and
  * remove the smheap tables (smheap_coll_tables.h: one list for communicators within this
- * node, one for communicators that span nodes), each communicator's control block and
- * staging buffer in the shared heap, the wait for a peer, and the MPI_T variables.
+ * node, one for communicators that span nodes), the release of control blocks, and the
+ * MPI_T variables.  The blocks themselves and the waits are smheap_coll_block.c's.
  */
 
 /*
@@ -56,39 +56,10 @@ typedef struct zombie {
 } zombie_t;
 static zombie_t *zombies;
 
-static unsigned long long PVAR_COUNTER_smheap_coll_shared;
-static unsigned long long PVAR_COUNTER_smheap_coll_node_aware;
-static unsigned long long PVAR_COUNTER_smheap_coll_fallback;
-static unsigned long long PVAR_COUNTER_smheap_coll_inline;
-static unsigned long long PVAR_COUNTER_smheap_coll_tree;
-unsigned long long PVAR_COUNTER_smheap_coll_lines_read;
-unsigned long long PVAR_COUNTER_smheap_coll_lines_written;
-
 static void get_tables_live(void *addr, void *obj_handle, int count, void *buf)
 {
     (void) addr, (void) obj_handle, (void) count;
     *(unsigned long long *) buf = (unsigned long long) (node_tables.live + spanning_tables.live);
-}
-
-void MPIDI_CH3I_Smheap_coll_count(smheap_coll_path_t path)
-{
-    switch (path) {
-        case SMHEAP_COLL_SHARED:
-            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_shared, 1);
-            break;
-        case SMHEAP_COLL_NODE_AWARE:
-            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_node_aware, 1);
-            break;
-        case SMHEAP_COLL_FALLBACK:
-            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_fallback, 1);
-            break;
-        case SMHEAP_COLL_INLINE:
-            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_inline, 1);
-            break;
-        case SMHEAP_COLL_TREE:
-            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_tree, 1);
-            break;
-    }
 }
 
 static void free_released_zombies(void)
@@ -221,139 +192,6 @@ static int comm_destroyed(MPIR_Comm * comm, void *param)
     MPL_free(cc);
     comm->dev.ch.coll = NULL;
     return MPI_SUCCESS;
-}
-
-/* Where the communicator's ranks sit, from every rank's own view of its place; the tree,
- * the same on every rank, if they sit apart.  Every rank must take the same algorithms, so
- * if one cannot build the tree (no memory), they all stay flat. */
-static int make_tree(MPIR_Comm * comm, smheap_coll_comm_t * cc)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
-    smheap_coll_tree_t *tree = NULL;
-    int *places, built;
-
-    places = MPL_malloc((size_t) comm->local_size * SMHEAP_TOPO_LEVELS * sizeof(int),
-                        MPL_MEM_COMM);
-    if (places != NULL) {
-        MPIDI_CH3I_Smheap_coll_place(cc->node_rank[comm->rank],
-                                     &places[comm->rank * SMHEAP_TOPO_LEVELS]);
-        mpi_errno = cc->prev->Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, places,
-                                        SMHEAP_TOPO_LEVELS, MPI_INT, comm, &errflag);
-        MPIR_ERR_CHECK(mpi_errno);
-        tree = MPIDI_CH3I_Smheap_coll_tree_create(comm->local_size, places);
-    }
-    built = places != NULL && tree != MPIDI_CH3I_SMHEAP_COLL_TREE_NOMEM;
-    mpi_errno = cc->prev->Allreduce(MPI_IN_PLACE, &built, 1, MPI_INT, MPI_MIN, comm, &errflag);
-    MPIR_ERR_CHECK(mpi_errno);
-    if (built && tree != NULL) {
-        cc->tree = tree;
-        cc->cells_per_call = 2;
-        tree = NULL;
-    }
-
-  fn_exit:
-    if (tree != MPIDI_CH3I_SMHEAP_COLL_TREE_NOMEM)
-        MPIDI_CH3I_Smheap_coll_tree_free(tree);
-    MPL_free(places);
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
-}
-
-/* Rank 0 places the control block in the shared heap and tells the others where, through
- * MPICH's own broadcast; done at the communicator's first collective (the create hook may
- * not communicate).  NULL for everyone if rank 0's heap could not hold it. */
-static int make_ctrl(MPIR_Comm * comm, smheap_coll_comm_t * cc)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
-    smheap_coll_ctrl_t *ctrl = NULL;
-    size_t len = sizeof(*ctrl) + (size_t) comm->local_size *
-        (sizeof(smheap_coll_slot_t) + cc->cells * sizeof(smheap_coll_cell_t));
-
-    if (comm->rank == 0) {
-        ctrl = MPL_aligned_alloc(SMHEAP_CACHELINE, len, MPL_MEM_COMM);
-        if (ctrl != NULL && !smheap_holds(ctrl, len)) {
-            MPL_free(ctrl);
-            ctrl = NULL;
-        }
-        if (ctrl != NULL) {
-            memset(ctrl, 0, len);
-            atomic_init(&ctrl->users, comm->local_size);
-            ctrl->size = comm->local_size;
-        }
-    }
-    mpi_errno = cc->prev->Bcast(&ctrl, sizeof(ctrl), MPI_BYTE, 0, comm, &errflag);
-    MPIR_ERR_CHECK(mpi_errno);
-    cc->ctrl = ctrl;
-    cc->unusable = ctrl == NULL;
-    if (ctrl != NULL && MPIR_CVAR_CH3_SMHEAP_COLL_TREE_MIN > 0 &&
-        comm->local_size >= MPIR_CVAR_CH3_SMHEAP_COLL_TREE_MIN)
-        mpi_errno = make_tree(comm, cc);
-
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
-}
-
-/* Called first by every smheap collective: the communicator's state, with its control
- * block made if this is its first collective.  (*cc)->unusable: use (*cc)->prev. */
-int MPIDI_CH3I_Smheap_coll_ready(MPIR_Comm * comm, smheap_coll_comm_t ** cc)
-{
-    *cc = comm->dev.ch.coll;
-    if ((*cc)->ctrl != NULL || (*cc)->unusable)
-        return MPI_SUCCESS;
-    return make_ctrl(comm, *cc);
-}
-
-/* This rank's staging buffer, at least len bytes, in the shared heap; NULL if the heap
- * cannot hold it.  Only called between collectives' first step and after the previous
- * collective's readers are done, so growing it never pulls it from under a reader. */
-void *MPIDI_CH3I_Smheap_coll_scratch(smheap_coll_comm_t * cc, size_t len)
-{
-    void *p;
-
-    if (len <= cc->scratch_len)
-        return cc->scratch;
-    len = MPL_MAX(len, 2 * cc->scratch_len);
-    p = MPL_aligned_alloc(SMHEAP_CACHELINE, len, MPL_MEM_BUFFER);
-    if (p != NULL && !smheap_holds(p, len)) {
-        MPL_free(p);
-        return NULL;
-    }
-    if (p == NULL)
-        return NULL;
-    MPL_free(cc->scratch);
-    cc->scratch = p;
-    cc->scratch_len = len;
-    return p;
-}
-
-struct reached {
-    _Atomic uint64_t *step;
-    uint64_t want;
-};
-
-static int has_reached(void *arg)
-{
-    struct reached *r = arg;
-    return atomic_load_explicit(r->step, memory_order_acquire) >= r->want;
-}
-
-/* Wait until `rank` has reached `step`, as a blocking progress wait waits: this rank's
- * point-to-point traffic keeps moving (a peer may be waiting for it), and after a while it
- * sleeps until a peer rings it (more ranks than cores).  Returns the progress engine's
- * error, if it has one. */
-int MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step)
-{
-    struct reached r = { &cc->ctrl->slot[rank].step, step };
-
-    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_lines_read, 1);
-    if (has_reached(&r))
-        return MPI_SUCCESS;
-    return MPIDI_CH3I_Progress_wait_for(has_reached, &r);
 }
 
 /* In MPIDI_CH3_Init, after the heap check.  ch3 prepends hooks and runs them in list

@@ -15,11 +15,9 @@
 /* An Allreduce is done whole by every rank for longer: while the inputs each rank pulls
  * from its peers, (n - 1) times the vector, fit in a quarter of its second-level cache.  The
  * split's second half (every rank copies the others' parts of the result, which they have
- * just written) then costs more than reducing the other parts itself.  2 ranks, inputs
- * rewritten before each call, AMD EPYC with 1 MiB of L2, whole against split: 64 KiB 6.0
- * against 7.5 us, 128 KiB 11 against 14, 256 KiB 22 against 24, 512 KiB 50 against 45, 1 MiB
- * 105 against 54.  (A Reduce's other ranks would stay idle meanwhile; split, it was faster
- * from 64 KiB.) */
+ * just written) then costs more than reducing the other parts itself; beyond that bound the
+ * split wins (figures: doc/collectives.md).  A Reduce's other ranks would stay idle
+ * meanwhile, so a Reduce splits above SMALL_REDUCTION. */
 static int allreduce_whole(int n, MPI_Aint bytes)
 {
     return bytes <= SMALL_REDUCTION ||
@@ -239,9 +237,8 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
     }
 
     /* each rank reduces its part straight into the root's accumulator: the root copies no
-     * part back out of its peers' memory (2 ranks, AMD EPYC, inputs rewritten before each
-     * call and the result read after it: 64 KiB 12.2 us against 13.4 when every rank
-     * reduced into its own, 1 MiB 145 against 168) */
+     * part back out of its peers' memory, which saves more than the writes into the root's
+     * memory cost (figures: doc/collectives.md) */
     WAIT_ALL_IN_SLOTS(cc, n, offered);
     mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op,
                               (char *) slot(cc, root)->dst + first * extent);

@@ -18,9 +18,10 @@
  * to the other when it is full.
  *
  * A trip through tmpfs (fallocate zero-fills the pages, the first touch maps them,
- * MADV_REMOVE drops them) costs about twice what glibc pays for fresh anonymous pages, so
- * freed big blocks stay committed for reuse, up to a bound per rank (smheap_engine_start);
- * jemalloc's background thread gives back whatever has not been reused for 10 s.
+ * MADV_REMOVE drops them) costs more than glibc pays for fresh anonymous pages (figures:
+ * doc/heap.md), so freed big blocks stay committed for reuse, up to a bound per rank
+ * (smheap_engine_start); jemalloc's background thread gives back whatever has not been
+ * reused for 10 s.
  */
 
 #define _GNU_SOURCE
@@ -36,12 +37,12 @@
 
 /* jemalloc's options for this embedded copy (a user's MALLOC_CONF is for their own
  * jemalloc, not this one):
- * - cache blocks up to 1 MiB per thread (4x the throughput of jemalloc's default on a mix
- *   with large blocks), but at most 8 small blocks per size class: a thread that only frees
- *   (a consumer) never sweeps its cache, and with 32 a producer/consumer pair peaked at
- *   1.13x glibc's RSS instead of 1.10x (small-block churn takes 1.5x as long, still a
- *   third of glibc's time); sweep the cache once per 1 MiB allocated, not 64 KiB (a sweep
- *   at every block of 64 KiB and more made their malloc+free 1.3x slower);
+ * - cache blocks up to 1 MiB per thread (with jemalloc's default, a mix with large blocks
+ *   goes to the arena for each of them), but at most 8 small blocks per size class: a
+ *   thread that only frees (a consumer) never sweeps its cache, so what it caches is held
+ *   from everyone, and the memory fewer slots save outweighs the time they cost small-block
+ *   churn; sweep the cache once per 1 MiB allocated, not 64 KiB, since a sweep at every
+ *   block of 64 KiB and more slows their malloc+free down (figures: doc/heap.md);
  * - decommit freed pages once they decay instead of keeping them "muzzy" (MADV_FREE does
  *   nothing on shared memory);
  * - no automatic arenas beyond the one jemalloc needs itself, and no "oversize" arena,

@@ -550,7 +550,7 @@ int smheap_selftest(char *why, size_t why_len)
         }
     }
     /* Big enough for the engine's part for big blocks, and no bigger: every rank runs this
-     * at MPI_Init, and fresh tmpfs pages cost about 0.4 ms per MiB. */
+     * at MPI_Init, and fresh tmpfs pages are dear (figures: doc/heap.md). */
     if (selftest_block(malloc_fn(2 * mib), "malloc", why, why_len) != 0)
         return -1;
     p = malloc_fn(mib);

@@ -1,5 +1,5 @@
-/* Messages between jobs go through links (ch3_link.c) to processes on the same node and
- * through sockets (ch3_sock.c) to processes on other nodes, never through the node segment
+/* Messages between jobs go through links (link/smheap_link.c) to processes on the same node and
+ * through sockets (net/smheap_net_sock.c) to processes on other nodes, never through the node segment
  * or the shared heap, and links leave nothing behind:
  *   - the parents spawn NCHILD children; every parent rank sends to every child rank and
  *     back (VCs of another job's group, each connected at its first message) 100 B, 4 KiB

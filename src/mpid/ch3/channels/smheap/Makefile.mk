@@ -7,51 +7,73 @@ errnames_txt_files += src/mpid/ch3/channels/smheap/src/errnames.txt
 
 if BUILD_CH3_SMHEAP
 
+# One folder per mechanism, each behind one header (doc/architecture.md): the ch3 layer
+# (include/, src/), partitioned communication (part/), links to other jobs (link/), other
+# nodes (net/), ch3's packets (packet/), the node's rings and doorbells (node/), the copies
+# (copy/), the reduction kernels (reduce/) and the MPI_T counters (mpit/).
+smheap_dir = src/mpid/ch3/channels/smheap
+
 AM_CPPFLAGS +=                                             \
-    -I$(top_srcdir)/src/mpid/ch3/channels/smheap/include   \
-    -I$(top_builddir)/src/mpid/ch3/channels/smheap/include
+    -I$(top_srcdir)/$(smheap_dir)/include                  \
+    -I$(top_builddir)/$(smheap_dir)/include                \
+    -I$(top_srcdir)/$(smheap_dir)/part                     \
+    -I$(top_srcdir)/$(smheap_dir)/link                     \
+    -I$(top_srcdir)/$(smheap_dir)/net                      \
+    -I$(top_srcdir)/$(smheap_dir)/packet                   \
+    -I$(top_srcdir)/$(smheap_dir)/node                     \
+    -I$(top_srcdir)/$(smheap_dir)/copy                     \
+    -I$(top_srcdir)/$(smheap_dir)/reduce                   \
+    -I$(top_srcdir)/$(smheap_dir)/mpit
 
 # ch3:sock's socket layer (mpidu_sock.h), for the paths between nodes.  Listed after our
 # own include directory: ch3:sock's also holds its mpidi_ch3_*.h, which must not be found.
 AM_CPPFLAGS += -I$(top_srcdir)/src/mpid/ch3/channels/sock/include
 
 noinst_HEADERS +=                                          \
-    src/mpid/ch3/channels/smheap/include/mpidi_ch3_pre.h   \
-    src/mpid/ch3/channels/smheap/include/mpidi_ch3_post.h  \
-    src/mpid/ch3/channels/smheap/include/mpidi_ch3_impl.h  \
-    src/mpid/ch3/channels/smheap/include/smheap_channel.h  \
-    src/mpid/ch3/channels/smheap/include/smheap_mpit.h     \
-    src/mpid/ch3/channels/smheap/include/smheap_queue.h    \
-    src/mpid/ch3/channels/smheap/include/smheap_ring.h     \
-    src/mpid/ch3/channels/smheap/include/smheap_doorbell.h \
-    src/mpid/ch3/channels/smheap/include/smheap_copy.h     \
-    src/mpid/ch3/channels/smheap/include/smheap_reduce.h   \
-    src/mpid/ch3/channels/smheap/include/smheap_cma.h      \
-    src/mpid/ch3/channels/smheap/include/smheap_pace.h     \
-    src/mpid/ch3/channels/smheap/include/smheap_cache.h    \
-    src/mpid/ch3/channels/smheap/include/smheap_part.h     \
-    src/mpid/ch3/channels/smheap/include/mpid_nem_impl.h
+    $(smheap_dir)/include/mpidi_ch3_pre.h                  \
+    $(smheap_dir)/include/mpidi_ch3_post.h                 \
+    $(smheap_dir)/include/mpidi_ch3_impl.h                 \
+    $(smheap_dir)/include/mpid_nem_impl.h                  \
+    $(smheap_dir)/include/smheap_channel.h                 \
+    $(smheap_dir)/part/smheap_part.h                       \
+    $(smheap_dir)/part/smheap_part_impl.h                  \
+    $(smheap_dir)/link/smheap_link.h                       \
+    $(smheap_dir)/net/smheap_net.h                         \
+    $(smheap_dir)/packet/smheap_packet.h                   \
+    $(smheap_dir)/node/smheap_node.h                       \
+    $(smheap_dir)/node/smheap_queue.h                      \
+    $(smheap_dir)/node/smheap_ring.h                       \
+    $(smheap_dir)/node/smheap_doorbell.h                   \
+    $(smheap_dir)/node/smheap_pace.h                       \
+    $(smheap_dir)/copy/smheap_copy.h                       \
+    $(smheap_dir)/copy/smheap_cma.h                        \
+    $(smheap_dir)/copy/smheap_cache.h                      \
+    $(smheap_dir)/reduce/smheap_reduce.h                   \
+    $(smheap_dir)/mpit/smheap_mpit.h
 
 mpi_core_sources +=                                        \
-    src/mpid/ch3/channels/smheap/src/ch3_heap.c            \
-    src/mpid/ch3/channels/smheap/src/ch3_init.c            \
-    src/mpid/ch3/channels/smheap/src/ch3_finalize.c        \
-    src/mpid/ch3/channels/smheap/src/ch3_isend.c           \
-    src/mpid/ch3/channels/smheap/src/ch3_link.c            \
-    src/mpid/ch3/channels/smheap/src/ch3_mpit.c            \
-    src/mpid/ch3/channels/smheap/src/ch3_part.c            \
-    src/mpid/ch3/channels/smheap/src/ch3_part_data.c       \
-    src/mpid/ch3/channels/smheap/src/ch3_progress.c        \
-    src/mpid/ch3/channels/smheap/src/ch3_rndv.c            \
-    src/mpid/ch3/channels/smheap/src/ch3_sock.c            \
-    src/mpid/ch3/channels/smheap/src/ch3_win.c             \
-    src/mpid/ch3/channels/smheap/src/smheap_queue.c        \
-    src/mpid/ch3/channels/smheap/src/smheap_copy.c         \
-    src/mpid/ch3/channels/smheap/src/smheap_reduce.c       \
-    src/mpid/ch3/channels/smheap/src/smheap_cma.c          \
-    src/mpid/ch3/channels/smheap/src/smheap_pace.c         \
-    src/mpid/ch3/channels/smheap/src/smheap_cache.c        \
-    src/mpid/ch3/channels/smheap/src/smheap_doorbell.c
+    $(smheap_dir)/src/ch3_init.c                           \
+    $(smheap_dir)/src/ch3_finalize.c                       \
+    $(smheap_dir)/src/ch3_mpit.c                           \
+    $(smheap_dir)/src/ch3_win.c                            \
+    $(smheap_dir)/src/ch3_rndv.c                           \
+    $(smheap_dir)/src/ch3_progress.c                       \
+    $(smheap_dir)/src/ch3_isend.c                          \
+    $(smheap_dir)/src/ch3_heap.c                           \
+    $(smheap_dir)/part/smheap_part.c                       \
+    $(smheap_dir)/part/smheap_part_data.c                  \
+    $(smheap_dir)/part/smheap_part_active.c                \
+    $(smheap_dir)/link/smheap_link.c                       \
+    $(smheap_dir)/net/smheap_net_sock.c                    \
+    $(smheap_dir)/packet/smheap_packet.c                   \
+    $(smheap_dir)/node/smheap_queue.c                      \
+    $(smheap_dir)/node/smheap_doorbell.c                   \
+    $(smheap_dir)/node/smheap_pace.c                       \
+    $(smheap_dir)/copy/smheap_copy.c                       \
+    $(smheap_dir)/copy/smheap_cma.c                        \
+    $(smheap_dir)/copy/smheap_cache.c                      \
+    $(smheap_dir)/reduce/smheap_reduce.c                   \
+    $(smheap_dir)/mpit/smheap_counters.c
 
 # Between nodes: ch3:sock's poll()-based socket layer, compiled here unchanged (ch3's
 # socket utilities, util/sock, come with build_ch3u_sock in subconfigure.m4).
@@ -81,6 +103,7 @@ noinst_HEADERS +=                                          \
 
 mpi_core_sources +=                                        \
     src/coll/smheap_coll_comm.c                            \
+    src/coll/smheap_coll_block.c                           \
     src/coll/smheap_coll_rooted.c                          \
     src/coll/smheap_coll_reduce.c                          \
     src/coll/smheap_coll_exchange.c                        \

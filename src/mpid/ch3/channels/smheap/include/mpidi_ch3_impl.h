@@ -1,5 +1,9 @@
 /*
- * ch3:smheap -- declarations shared by the channel's source files.
+ * ch3:smheap -- the ch3 layer of the channel (src/): the entry points MPICH calls and what
+ * its files share.  Below it, each through its one header: partitioned communication
+ * (part/), links to other jobs (link/), other nodes (net/), ch3's packets (packet/), the
+ * node's rings and doorbells (node/), the copies (copy/), the reduction kernels (reduce/)
+ * and the MPI_T counters (mpit/).
  */
 
 #ifndef MPIDI_CH3_IMPL_H_INCLUDED
@@ -8,67 +12,35 @@
 #include "mpidimpl.h"
 #include "utlist.h"
 #include "smheap_channel.h"
-#include "smheap_queue.h"
+#include "smheap_part.h"
+#include "smheap_link.h"
+#include "smheap_net.h"
+#include "smheap_packet.h"
+#include "smheap_node.h"
+#include "smheap_copy.h"
 #include "smheap_mpit.h"
-#include "ch3usock.h"
 
 /* Set-up (ch3_init.c) */
+void MPIDI_CH3I_Smheap_mpit_init(void);    /* ch3_mpit.c: registers the MPI_T variables */
 void MPIDI_CH3I_Free_node_map(void);
 
 /* Progress engine (ch3_progress.c) */
 int MPIDI_CH3I_Progress_init(void);
 int MPIDI_CH3I_Progress_finalize(void);
-int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc);
-void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc);
 size_t MPIDI_CH3I_Progress_spin_polls(void);
 size_t MPIDI_CH3I_Progress_spin_usec(void);
 /* Run fn(arg) with MPICH's global lock released (held recursively or not), so that the
  * application's other threads may use MPI meanwhile. */
 int MPIDI_CH3I_Without_global_lock(int (*fn) (void *), void *arg);
 
-int MPIDI_CH3I_Connection_closed(MPIDI_VC_t * vc);
-extern MPIDI_CH3_PktHandler_Fcn *MPIDI_CH3I_pkt_handlers[];    /* by packet type */
-int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen);
-int MPIDI_CH3I_Receive_cell(MPIDI_VC_t * vc, smheap_cell_t * cell);
-
-/* Links to processes of other jobs (ch3_link.c) */
-int MPIDI_CH3I_Link_init(void);
-int MPIDI_CH3I_Link_add_card(char **card, int *room);
-int MPIDI_CH3I_Link_finalize(void);
-int MPIDI_CH3I_Link_reaches(const char *card);
-int MPIDI_CH3I_Link_open_outbox(MPIDI_VC_t * vc);
-int MPIDI_CH3I_Link_poll(int *made_progress);
-int MPIDI_CH3I_Link_poll_listener(int now, int *looked);
-void MPIDI_CH3I_Link_group_added(void);
-void MPIDI_CH3I_Link_retire(MPIDI_VC_t * vc);
-void MPIDI_CH3I_Link_reap(void);
-int MPIDI_CH3I_Link_bells(smheap_doorbell_t ** bells, int max);
-extern int MPIDI_CH3I_Link_active;      /* links exist or may come: poll for them */
-extern int MPIDI_CH3I_Link_sleepers;    /* threads asleep, maybe on link doorbells */
-
-/* Processes on other nodes, through ch3's socket utilities (ch3_sock.c) */
-int MPIDI_CH3I_Sockpath_init(int spans_nodes);
-int MPIDI_CH3I_Sockpath_finalize(void);
-int MPIDI_CH3I_Sockpath_add_card(int pg_rank, char **card, int *room);
-int MPIDI_CH3I_Sockpath_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
-                                   MPIR_Request ** sreq_ptr);
-int MPIDI_CH3I_Sockpath_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov,
-                               int n_iov);
-void MPIDI_CH3I_Sockpath_adopt(MPIDI_VC_t * vc);
-int MPIDI_CH3I_Sockpath_connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc);
-int MPIDI_CH3I_Sockpath_poll(int *made_progress);
-int MPIDI_CH3I_Sockpath_reading_data(void);
-int MPIDI_CH3I_Sockpath_poll_listener(void);
-int MPIDI_CH3I_Sockpath_sleep(int timeout_ms, int *made_progress);
-int MPIDI_CH3I_Sockpath_terminate(MPIDI_VC_t * vc);
-void MPIDI_CH3I_Sockpath_listen_for_wakeups(smheap_doorbell_t * bell);
-extern int MPIDI_CH3I_Sockpath_active;  /* sockets in use (the job spans nodes, or
-                                         * another job's process is remote): poll them */
-
-/* ch3's socket utilities look at a VC's send queue through this name. */
-#define MPIDI_CH3I_SendQ_head(vcch) ((vcch)->sendq_head)
 
 /* Sending (ch3_isend.c) */
+int MPIDI_CH3I_Send_progress_vc(MPIDI_VC_t * vc);
+void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc);
+int MPIDI_CH3I_Send_pending(int *made_progress);
+extern MPIDI_VC_t *MPIDI_CH3I_Pending_vcs;      /* VCs whose send queue is not empty */
+/* The close protocol is over and everything sent: ch3 may now destroy the VC. */
+int MPIDI_CH3I_Connection_closed(MPIDI_VC_t * vc);
 int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov, int timed);
 int MPIDI_CH3I_Send_pkt(MPIDI_VC_t * vc, void *pkt, intptr_t size);
 
@@ -87,36 +59,11 @@ int MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int array
 int MPIDI_CH3I_Smheap_eager_max_msg_sz(void);
 extern int MPIDI_CH3I_Smheap_cma_ready;  /* 1 if this rank copies through the kernel */
 
-/* Partitioned communication (src/ch3_part.c): its packets' handlers and progress hook. */
-int MPIDI_CH3I_Smheap_part_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int arraySize);
-int MPIDI_CH3I_Smheap_part_finalize(void);
-
-#define MPIDI_CH3I_Sendq_empty(vc) ((vc)->ch.sendq_head == NULL)
-
-static inline void MPIDI_CH3I_Sendq_append(MPIDI_VC_t * vc, MPIR_Request * sreq)
-{
-    sreq->next = NULL;
-    if (vc->ch.sendq_tail)
-        vc->ch.sendq_tail->next = sreq;
-    else
-        vc->ch.sendq_head = sreq;
-    vc->ch.sendq_tail = sreq;
-}
-
 /* A ring VC's queue: the progress engine pushes what is on it. */
 static inline void MPIDI_CH3I_Sendq_enqueue(MPIDI_VC_t * vc, MPIR_Request * sreq)
 {
     MPIDI_CH3I_Sendq_append(vc, sreq);
     MPIDI_CH3I_Sendq_mark_pending(vc);
-}
-
-static inline MPIR_Request *MPIDI_CH3I_Sendq_dequeue(MPIDI_VC_t * vc)
-{
-    MPIR_Request *sreq = vc->ch.sendq_head;
-    vc->ch.sendq_head = sreq->next;
-    if (vc->ch.sendq_head == NULL)
-        vc->ch.sendq_tail = NULL;
-    return sreq;
 }
 
 /* True when the channel has a VC to this rank (every rank of MPI_COMM_WORLD but us). */

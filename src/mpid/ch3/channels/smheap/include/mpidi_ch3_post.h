@@ -15,7 +15,7 @@ int MPIDI_CH3I_Progress(MPID_Progress_state * progress_state, int blocking);
 #define MPIDI_CH3_Progress_wait(progress_state) MPIDI_CH3I_Progress(progress_state, TRUE)
 #define MPIDI_CH3_Progress_poke() MPIDI_CH3I_Progress(NULL, FALSE)
 
-/* Partitioned communication (src/ch3_part.c). */
+/* Partitioned communication (part/smheap_part.c). */
 int MPIDI_CH3_Part_start(MPIR_Request * req);
 void MPIDI_CH3_Part_request_free_hook(MPIR_Request * req);
 

@@ -10,7 +10,7 @@
 #include <pthread.h>
 #endif
 
-#include "smheap_ring.h"
+#include "smheap_node.h"
 
 #define MPIDI_DEV_IMPLEMENTS_KVS
 
@@ -31,12 +31,12 @@ typedef enum MPIDI_CH3I_VC_state {
 typedef struct MPIDI_CH3I_VC {
     /* The VC's process among the ranks of our job on this node (the index of its rings,
      * doorbell and heap slice), or -1: a process on another node, reached through a
-     * socket (src/ch3_sock.c), or of another job, reached through links. */
+     * socket (net/smheap_net_sock.c), or of another job, reached through links. */
     int node_rank;
 
     /* Our ends of the two rings between this process and the VC's process: in the node
      * segment for a rank of our job, in link segments for a process of another job
-     * (src/ch3_link.c).  A ring is NULL until it is there: always for the self VC (ch3
+     * (link/smheap_link.c).  A ring is NULL until it is there: always for the self VC (ch3
      * handles self messages itself), until the first message either way for a link. */
     smheap_ring_end_t out;
     smheap_ring_end_t in;
@@ -74,7 +74,7 @@ typedef struct MPIDI_CH3I_VC {
     char *rbuf;                 /* bytes read ahead of their packets' handling */
     size_t rbuf_len;            /* a partial packet header kept at its start */
     int rbuf_posted;            /* the socket's posted read goes into rbuf */
-    int recv_piece;             /* how the posted data read was cut (see ch3_sock.c) */
+    int recv_piece;             /* how the posted data read was cut (see net/smheap_net_sock.c) */
     int send_piece;             /* how the posted data write was cut */
 } MPIDI_CH3I_VC;
 
@@ -92,7 +92,7 @@ struct MPIDI_CH3I_Request {
     struct smheap_copy_job *copy_job;
     int unanswered;             /* counted in its VC's rndv_unanswered */
     int pace_timed;             /* its copies into a ring may be timed (smheap_pace.h) */
-    /* A partitioned request's state (src/ch3_part.c); for a PART_DATA packet's receive,
+    /* A partitioned request's state (part/smheap_part.c); for a PART_DATA packet's receive,
      * where its data goes in the message. */
     struct smheap_part *part;
     intptr_t part_offset;
@@ -104,7 +104,7 @@ struct MPIDI_CH3I_Request {
      (req_)->ch.pace_timed = 0, (req_)->ch.part = NULL)
 
 /* The channel's packets: single-copy rendezvous (src/ch3_rndv.c), partitioned
- * communication (src/ch3_part.c), and the socket connection set-up of ch3's socket
+ * communication (part/smheap_part.c), and the socket connection set-up of ch3's socket
  * utilities (util/sock). */
 #define MPIDI_CH3_PKT_ENUM \
     MPIDI_CH3I_SMHEAP_PKT_RTS, MPIDI_CH3I_SMHEAP_PKT_HELP, MPIDI_CH3I_SMHEAP_PKT_DONE, \
@@ -113,7 +113,7 @@ struct MPIDI_CH3I_Request {
     MPIDI_CH3I_PKT_SC_OPEN_REQ, MPIDI_CH3I_PKT_SC_CONN_ACCEPT, MPIDI_CH3I_PKT_SC_OPEN_RESP, \
     MPIDI_CH3I_PKT_SC_CLOSE
 
-/* MPI-4 partitioned communication is the channel's (src/ch3_part.c): ch3 calls
+/* MPI-4 partitioned communication is the channel's (part/smheap_part.c): ch3 calls
  * MPIDI_CH3_Part_start from MPID_Startall and MPIDI_CH3_Part_request_free_hook as
  * MPID_Part_request_free_hook (maint/patches/0004). */
 #define MPIDI_CH3_HAS_PARTITIONED 1

@@ -8,14 +8,10 @@
 #define SMHEAP_CHANNEL_H_INCLUDED
 
 #include "mpidimpl.h"
+#include "smheap_node.h"
 #include "smheap_copy.h"
 #include "smheap_reduce.h"
-
-/* The channel's MPI_T performance variables say which paths ran; they are always on
- * (MPICH gates each pvar module on ENABLE_PVAR_<module>). */
-#ifndef ENABLE_PVAR_SMHEAP
-#define ENABLE_PVAR_SMHEAP 1
-#endif
+#include "smheap_mpit.h"
 
 #ifndef SMHEAP_CACHELINE
 #define SMHEAP_CACHELINE 64     /* the line size shared structures are laid out for */
@@ -26,16 +22,13 @@
  * engine is returned. */
 int MPIDI_CH3I_Progress_wait_for(int (*ready) (void *), void *arg);
 
-/* Wake those of the node's ranks `ranks` (n of them) that may sleep in a wait, after
- * publishing what they wait for. */
-void MPIDI_CH3I_Smheap_wake_node_ranks(const int *ranks, int n);
-
 /* The index among this node's ranks (of its rings, doorbell and heap slice) of the process
- * at `rank` of comm, or -1 if it is on another node or of another job. */
-int MPIDI_CH3I_Smheap_node_rank(MPIR_Comm * comm, int rank);
-
-/* Bytes of a second-level cache of this node, the same in all its ranks (0: unknown). */
-size_t MPIDI_CH3I_Smheap_node_cache_l2(void);
+ * at `rank` of comm, or -1 if it is on another node or of another job.  Waking them and
+ * the node's cache size are node/'s (smheap_node.h). */
+static inline int MPIDI_CH3I_Smheap_node_rank(MPIR_Comm * comm, int rank)
+{
+    return comm->dev.vcrt->vcr_table[rank]->ch.node_rank;
+}
 
 /* 1 when every rank of this node allocates from one shared heap (set at MPI_Init). */
 extern int MPIDI_CH3I_Smheap_heap_shared;

@@ -16,7 +16,7 @@ int MPIDI_CH3_Finalize(void)
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Link_finalize();
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPIDI_CH3I_Sockpath_finalize();
+    mpi_errno = MPIDI_CH3I_Net_finalize();
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Smheap_part_finalize();
     MPIR_ERR_CHECK(mpi_errno);

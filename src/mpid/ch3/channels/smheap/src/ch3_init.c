@@ -106,10 +106,6 @@ void MPIDI_CH3I_Free_node_map(void)
     channel_initialized = 0;
 }
 
-int MPIDI_CH3I_Smheap_node_rank(MPIR_Comm * comm, int rank)
-{
-    return comm->dev.vcrt->vcr_table[rank]->ch.node_rank;
-}
 
 /* Our business card: the links' address and our node (processes of other jobs on this
  * node), and the socket listener's (everybody else; ch3's socket utilities read it). */
@@ -118,7 +114,7 @@ static int format_card(int pg_rank, char *card, int room)
     int mpi_errno = MPIDI_CH3I_Link_add_card(&card, &room);
 
     if (mpi_errno == MPI_SUCCESS)
-        mpi_errno = MPIDI_CH3I_Sockpath_add_card(pg_rank, &card, &room);
+        mpi_errno = MPIDI_CH3I_Net_add_card(pg_rank, &card, &room);
     return mpi_errno;
 }
 
@@ -154,7 +150,7 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Link_init();
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPIDI_CH3I_Sockpath_init(MPIR_Process.num_nodes > 1);
+    mpi_errno = MPIDI_CH3I_Net_init(MPIR_Process.num_nodes > 1);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = format_card(pg_rank, card, sizeof(card));
     MPIR_ERR_CHECK(mpi_errno);
@@ -162,6 +158,13 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
     MPIR_ERR_CHECK(mpi_errno);
     channel_initialized = 1;
 
+    /* ch3's packet handlers, then the channel's own */
+    mpi_errno = MPIDI_CH3I_Packet_init();
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3I_pkt_handlers, MPIDI_CH3I_PKTARRAY_SIZE);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_CH3I_Smheap_part_init(MPIDI_CH3I_pkt_handlers, MPIDI_CH3I_PKTARRAY_SIZE);
+    MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIDI_CH3I_Progress_init();
     MPIR_ERR_CHECK(mpi_errno);
 
@@ -179,9 +182,9 @@ int MPIDI_CH3_Init(int has_parent, MPIDI_PG_t * pg_p, int pg_rank)
 
 /* Called by MPIDI_VC_Init for every VC: those of our job once from MPIDI_PG_Create before
  * MPIDI_CH3_Init (rings not there yet) and again from MPIDI_CH3_Init once they are (or
- * marked remote: a socket, src/ch3_sock.c); those of other jobs' groups and ch3's
+ * marked remote: a socket, net/smheap_net_sock.c); those of other jobs' groups and ch3's
  * temporary connect/accept VCs keep ch3's rendezvous and get their rings from links
- * (src/ch3_link.c). */
+ * (link/smheap_link.c). */
 int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
 {
     vc->ch.out.ring = NULL;
@@ -207,9 +210,7 @@ int MPIDI_CH3_VC_Init(MPIDI_VC_t * vc)
     vc->ch.rndv_unanswered = 0;
     vc->ch.node_rank = -1;
     vc->ch.remote = FALSE;
-    vc->ch.state = MPIDI_CH3I_VC_STATE_UNCONNECTED;
-    vc->ch.sock = MPIDI_CH3I_SOCK_INVALID_SOCK;
-    vc->ch.conn = NULL;
+    MPIDI_CH3I_Net_vc_init(vc);
 
     if (channel_initialized && vc->pg == MPIDI_Process.my_pg) {
         vc->ch.node_rank = node_rank_of[vc->pg_rank];

@@ -5,7 +5,6 @@
  */
 
 #include "mpidi_ch3_impl.h"
-#include "smheap_pace.h"
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -180,7 +179,7 @@ static inline void copy_data(char *dst, const struct iovec *iov, int n_iov)
  * ring spreads it (smheap_ring.h); smaller data of at least a kilobyte or so goes into the
  * ring's warm slot if that is free; other data follows the header.  (Spread lines come
  * back cold; the slot's come back from the other core's cache, which is cheaper only for
- * the smallest: bench/p2p, AMD EPYC, 4 KiB ping-pong 0.41 us spread, 0.59 in the slot.)
+ * the smallest; figures: doc/p2p.md.)
  * A short message whose last one has been read goes into the ring's hot cell, whose lines
  * stay in both cores' caches (smheap_ring.h).  This is the sending half of the
  * small-message latency. */
@@ -316,7 +315,7 @@ int MPIDI_CH3_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, in
     mpi_errno = choose_path(vc);
     MPIR_ERR_CHECK(mpi_errno);
     if (vc->ch.remote) {
-        mpi_errno = MPIDI_CH3I_Sockpath_iSendv(vc, sreq, iov, n_iov);
+        mpi_errno = MPIDI_CH3I_Net_iSendv(vc, sreq, iov, n_iov);
         goto fn_exit;
     }
     sreq->ch.vc = vc;
@@ -377,7 +376,7 @@ static int start_msg_slowly(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
     mpi_errno = choose_path(vc);
     MPIR_ERR_CHECK(mpi_errno);
     if (vc->ch.remote)
-        return MPIDI_CH3I_Sockpath_iStartMsgv(vc, iov, n_iov, sreq_ptr);
+        return MPIDI_CH3I_Net_iStartMsgv(vc, iov, n_iov, sreq_ptr);
     copy_iov(local, iov, n_iov);
     count_eager(iov[0].iov_base);
     *sreq_ptr = NULL;
@@ -441,4 +440,50 @@ int MPIDI_CH3I_Send_pkt(MPIDI_VC_t * vc, void *pkt, intptr_t size)
     if (req != NULL)
         MPIR_Request_free(req);
     return mpi_errno;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* VCs with queued sends, and closing                                                   */
+
+MPIDI_VC_t *MPIDI_CH3I_Pending_vcs;     /* VCs whose send queue is not empty */
+
+void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc)
+{
+    if (!vc->ch.on_pending_list) {
+        vc->ch.on_pending_list = TRUE;
+        DL_PREPEND_NP(MPIDI_CH3I_Pending_vcs, vc, ch.pending_next, ch.pending_prev);
+    }
+}
+
+/* Push what the VCs with a nonempty send queue have queued (the progress engine). */
+int MPIDI_CH3I_Send_pending(int *made_progress)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_VC_t *vc, *tmp;
+
+    DL_FOREACH_SAFE_NP(MPIDI_CH3I_Pending_vcs, vc, tmp, ch.pending_next, ch.pending_prev) {
+        unsigned before = vc->ch.out.pos;
+
+        mpi_errno = MPIDI_CH3I_Send_progress_vc(vc);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (vc->ch.out.pos != before)
+            *made_progress = TRUE;
+        if (MPIDI_CH3I_Sendq_empty(vc)) {
+            DL_DELETE_NP(MPIDI_CH3I_Pending_vcs, vc, ch.pending_next, ch.pending_prev);
+            vc->ch.on_pending_list = FALSE;
+        }
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* The close protocol is over and everything sent: the VC's links (if any) are done with;
+ * ch3 may now destroy the VC. */
+int MPIDI_CH3I_Connection_closed(MPIDI_VC_t * vc)
+{
+    MPIDI_CH3I_Link_retire(vc);
+    return MPIDI_CH3U_Handle_connection(vc, MPIDI_VC_EVENT_TERMINATED);
 }

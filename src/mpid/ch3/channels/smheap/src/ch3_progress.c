@@ -5,7 +5,6 @@
  */
 
 #include "mpidi_ch3_impl.h"
-#include "smheap_pace.h"
 #include <sched.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -45,13 +44,7 @@ cvars:
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
-#define PKTARRAY_SIZE (MPIDI_CH3_PKT_END_ALL + 1)
-MPIDI_CH3_PktHandler_Fcn *MPIDI_CH3I_pkt_handlers[PKTARRAY_SIZE];
-
-MPL_atomic_int_t MPIDI_CH3I_progress_completion_count = MPL_ATOMIC_INT_T_INITIALIZER(0);
-
 static MPIDI_VC_t **peer_vcs;   /* [node ranks], NULL for ourselves */
-static MPIDI_VC_t *pending_vcs; /* VCs whose send queue is not empty */
 static int recv_nesting;        /* a packet handler re-entered progress */
 static int next_peer;           /* round-robin start of the inbox scan */
 
@@ -61,27 +54,27 @@ static int next_peer;           /* round-robin start of the inbox scan */
 #define SMHEAP_SLEEP_NSEC (10 * 1000 * 1000)
 
 /* How long a rank with a CPU of its own spins before it yields.  A sleep costs far more
- * than its system calls on a virtual machine, whose idle CPU goes back to the host: on a
- * 2-CPU KVM guest (AMD EPYC), where the host takes a CPU away for tens of microseconds
- * hundreds of times a second, an 8-byte ping-pong slept 150-240 times a second with 2000
- * polls of spin (about 50 us) and ran 10 % slower than with 20000 (half a millisecond: 2-5
- * sleeps).  A time, not a count of polls: a poll costs more with more peers to look at. */
+ * than its system calls on a virtual machine, whose idle CPU goes back to the host; where
+ * the host takes a CPU away for short spells many times a second, a spin much shorter than
+ * this ends in a sleep at every such spell and slows even a ping-pong down (figures:
+ * doc/p2p.md).  A time, not a count of polls: a poll costs more with more peers to look
+ * at. */
 #define SMHEAP_SPIN_NSEC_ALONE (1000 * 1000L)
 #define SMHEAP_SPIN_UNBOUNDED (INT_MAX / 2)    /* polls: the spin ends by time */
 
 /* A job that spans nodes looks at its sockets every this many polls (a poll() system call
  * each time), and always before it sleeps; right after an event, at the next poll.  A rank
  * alone on its node has nothing else to look at and looks at every poll, but not while a
- * message's data is partly read: a poll() at every poll then spent 40 % of a receiver's
- * time in the kernel, reading the data in small pieces, and cost 10 % of the bandwidth at
- * 1 MiB.  nemesis's tcp module looks every 128. */
+ * message's data is partly read: a poll() at every poll then keeps the receiver in the
+ * kernel, reading the data in small pieces, and costs bandwidth (figures: doc/p2p.md).
+ * nemesis's tcp module looks every 128. */
 #define SOCK_POLL_INTERVAL 16
 static int sock_ticks;
 
 static int sock_poll_interval(void)
 {
     if (smheap_queue.nranks == 1 && !MPIDI_CH3I_Link_active &&
-        !MPIDI_CH3I_Sockpath_reading_data())
+        !MPIDI_CH3I_Net_reading_data())
         return 1;
     return SOCK_POLL_INTERVAL;
 }
@@ -89,77 +82,6 @@ static int sock_poll_interval(void)
 
 /* ------------------------------------------------------------------------------------ */
 /* Receiving                                                                            */
-
-/* Feed the bytes of one cell to ch3: a cell starts either a new message (a packet
- * header, then perhaps data) or continues vc's active receive. */
-int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIDI_CH3I_VC *ch = &vc->ch;
-
-    while (buflen > 0) {
-        MPIR_Request *rreq = ch->recv_active;
-        int complete = FALSE;
-
-        if (rreq == NULL) {
-            MPIDI_CH3_Pkt_t *pkt = (MPIDI_CH3_Pkt_t *) buf;
-            intptr_t len;
-
-            /* senders start every message at a cell boundary */
-            MPIR_Assert(buflen >= (intptr_t) sizeof(MPIDI_CH3_Pkt_t));
-            MPIR_Assert(pkt->type >= 0 && pkt->type < MPIDI_CH3_PKT_END_ALL);
-            buf += sizeof(MPIDI_CH3_Pkt_t);
-            buflen -= sizeof(MPIDI_CH3_Pkt_t);
-            len = buflen;
-            mpi_errno = MPIDI_CH3I_pkt_handlers[pkt->type] (vc, pkt, buf, &len, &rreq);
-            MPIR_ERR_CHECK(mpi_errno);
-            buf += len;
-            buflen -= len;
-            if (rreq == NULL)
-                continue;
-            rreq->dev.iov_offset = 0;
-            ch->recv_active = rreq;
-            if (buflen == 0)
-                break;
-        }
-
-        /* copy into the receive request's iov */
-        while (buflen > 0 && rreq->dev.iov_count > 0) {
-            struct iovec *iov = &rreq->dev.iov[rreq->dev.iov_offset];
-            size_t len = MPL_MIN(iov->iov_len, (size_t) buflen);
-            if (!rreq->dev.drop_data)
-                smheap_copy(iov->iov_base, buf, len);
-            buf += len;
-            buflen -= len;
-            iov->iov_base = (char *) iov->iov_base + len;
-            iov->iov_len -= len;
-            if (iov->iov_len == 0) {
-                rreq->dev.iov_offset++;
-                rreq->dev.iov_count--;
-            }
-        }
-        if (rreq->dev.iov_count > 0)
-            break;      /* the rest arrives in later cells */
-
-        /* the iov is full: complete the request or let ch3 reload the iov */
-        if (rreq->dev.OnDataAvail == NULL) {
-            mpi_errno = MPID_Request_complete(rreq);
-            complete = TRUE;
-        } else {
-            mpi_errno = rreq->dev.OnDataAvail(vc, rreq, &complete);
-        }
-        MPIR_ERR_CHECK(mpi_errno);
-        if (complete)
-            ch->recv_active = NULL;
-        else
-            rreq->dev.iov_offset = 0;
-    }
-
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
-}
 
 /* Senders whose cells we released since we last looked: one of them may be asleep waiting
  * for room (node ranks; each appears at most once, see wake_owed_senders). */
@@ -180,45 +102,6 @@ static void wake_owed_senders(void)
     }
 }
 
-/* Hand one cell to ch3.  A cell holding just a packet header, arriving between messages
- * (every short message and most control packets, and eager messages whose data is placed
- * apart), goes straight to its handler; anything else takes the general path. */
-static inline int receive_cell(MPIDI_VC_t * vc, smheap_cell_t * cell)
-{
-    MPIDI_CH3_Pkt_t *pkt = (MPIDI_CH3_Pkt_t *) cell->payload;
-    MPIR_Request *rreq = NULL;
-    char *data = cell->payload + sizeof(*pkt);
-    intptr_t len = cell->apart_len;
-    int mpi_errno;
-
-    if (vc->ch.recv_active != NULL || cell->len != sizeof(MPIDI_CH3_Pkt_t)) {
-        MPIR_Assert(cell->apart_len == 0);      /* only a new message places data apart */
-        return MPIDI_CH3I_Handle_cell(vc, cell->payload, cell->len);
-    }
-    MPIR_Assert(pkt->type >= 0 && pkt->type < MPIDI_CH3_PKT_END_ALL);
-    if (len > 0)
-        data = smheap_ring_apart_data(&vc->ch.in, vc->ch.geom, cell);
-    mpi_errno = MPIDI_CH3I_pkt_handlers[pkt->type] (vc, pkt, data, &len, &rreq);
-    if (rreq != NULL) {
-        /* the message's data follows: placed apart, or in later cells */
-        rreq->dev.iov_offset = 0;
-        vc->ch.recv_active = rreq;
-        if (mpi_errno == MPI_SUCCESS && len < (intptr_t) cell->apart_len)
-            mpi_errno = MPIDI_CH3I_Handle_cell(vc, data + len, cell->apart_len - len);
-    }
-    return mpi_errno;
-}
-
-int MPIDI_CH3I_Receive_cell(MPIDI_VC_t * vc, smheap_cell_t * cell)
-{
-    return receive_cell(vc, cell);
-}
-
-static int completion_count(void)
-{
-    return MPL_atomic_relaxed_load_int(&MPIDI_CH3I_progress_completion_count);
-}
-
 /* Consume cells from the inbound rings, the links' first, then the node segment's, one
  * peer after another, up to a ring's worth from each.  Stops after a cell that completes a
  * request: the caller may be waiting for exactly that one, and the remaining peers come
@@ -227,7 +110,7 @@ static int poll_inbox(int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
     int nranks = smheap_queue.nranks;
-    int completions = completion_count();
+    int completions = MPIDI_CH3I_Completion_count();
     int i;
 
     /* a packet handler that calls back into progress must not receive: the cell it
@@ -254,16 +137,16 @@ static int poll_inbox(int *made_progress)
         for (; cell != NULL && budget-- > 0;
              cell = smheap_ring_peek(&vc->ch.in, &smheap_queue.geom)) {
             smheap_ring_take_ack(&vc->ch.out, cell->ack);
-            mpi_errno = receive_cell(vc, cell);
+            mpi_errno = MPIDI_CH3I_Receive_cell(vc, cell);
             smheap_ring_release(&vc->ch.in);
             MPIR_ERR_CHECK(mpi_errno);
             MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_cells_received, 1);
             *made_progress = TRUE;
-            if (completion_count() != completions)
+            if (MPIDI_CH3I_Completion_count() != completions)
                 break;
         }
         owed_wake[n_owed_wake++] = peer;
-        if (completion_count() != completions)
+        if (MPIDI_CH3I_Completion_count() != completions)
             break;
     }
     if (++next_peer == nranks)
@@ -279,38 +162,6 @@ static int poll_inbox(int *made_progress)
 /* ------------------------------------------------------------------------------------ */
 /* Sending                                                                              */
 
-void MPIDI_CH3I_Sendq_mark_pending(MPIDI_VC_t * vc)
-{
-    if (!vc->ch.on_pending_list) {
-        vc->ch.on_pending_list = TRUE;
-        DL_PREPEND_NP(pending_vcs, vc, ch.pending_next, ch.pending_prev);
-    }
-}
-
-static int push_pending_sends(int *made_progress)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIDI_VC_t *vc, *tmp;
-
-    DL_FOREACH_SAFE_NP(pending_vcs, vc, tmp, ch.pending_next, ch.pending_prev) {
-        unsigned before = vc->ch.out.pos;
-
-        mpi_errno = MPIDI_CH3I_Send_progress_vc(vc);
-        MPIR_ERR_CHECK(mpi_errno);
-        if (vc->ch.out.pos != before)
-            *made_progress = TRUE;
-        if (MPIDI_CH3I_Sendq_empty(vc)) {
-            DL_DELETE_NP(pending_vcs, vc, ch.pending_next, ch.pending_prev);
-            vc->ch.on_pending_list = FALSE;
-        }
-    }
-
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
-}
-
 /* A process of another job may connect to us once our card was handed out (a port, or
  * our job's connection strings sent to a job we connected to: MPIDI_CH3I_Link_active).
  * Nothing rings us for it: look at the listeners now and then, or now if `now`.  The
@@ -321,7 +172,7 @@ static int look_for_connections(int now)
 
     mpi_errno = MPIDI_CH3I_Link_poll_listener(now, &looked);
     if (mpi_errno == MPI_SUCCESS && looked)
-        mpi_errno = MPIDI_CH3I_Sockpath_poll_listener();
+        mpi_errno = MPIDI_CH3I_Net_poll_listener();
     return mpi_errno;
 }
 
@@ -333,8 +184,8 @@ static int poll_once(int *made_progress)
     int hook_progress = FALSE;
 
     wake_owed_senders();
-    if (pending_vcs) {
-        mpi_errno = push_pending_sends(made_progress);
+    if (MPIDI_CH3I_Pending_vcs) {
+        mpi_errno = MPIDI_CH3I_Send_pending(made_progress);
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (MPIDI_CH3I_Link_active && !recv_nesting) {
@@ -342,11 +193,11 @@ static int poll_once(int *made_progress)
         mpi_errno = look_for_connections(FALSE);
         MPIR_ERR_CHECK(mpi_errno);
     }
-    if (MPIDI_CH3I_Sockpath_active &&
+    if (MPIDI_CH3I_Net_active &&
         (++sock_ticks >= sock_poll_interval())) {
         int sock_progress = FALSE;
 
-        mpi_errno = MPIDI_CH3I_Sockpath_poll(&sock_progress);
+        mpi_errno = MPIDI_CH3I_Net_poll(&sock_progress);
         MPIR_ERR_CHECK(mpi_errno);
         /* it handles one event: after one, look again at the next poll */
         sock_ticks = sock_progress ? SOCK_POLL_INTERVAL - 1 : 0;
@@ -391,9 +242,9 @@ static int machine_cpus;        /* online */
 #define SMHEAP_UNCONTENDED_NSEC (20 * 1000L)
 #define SMHEAP_CONTENDED_NSEC (1000 * 1000L)
 /* Readings in a row, each at least SMHEAP_UNCONTENDED_NSEC after the last, that must find
- * the CPUs contended: the kernel's count includes its own threads, which run for a few
- * microseconds at a time (one reading in 11 found a third thread runnable beside two busy
- * ones, on an otherwise idle 2-CPU guest), while threads that compete with us stay. */
+ * the CPUs contended: the kernel's count includes its own threads, which run only briefly
+ * and so turn up in a single reading now and then, while threads that compete with us stay
+ * (figures: doc/p2p.md). */
 #define SMHEAP_CONTENDED_READINGS 3
 
 static int loadavg_fd = -1;
@@ -403,7 +254,8 @@ static int loadavg_fd = -1;
  * it something to receive) may be the one it keeps from running.  The kernel's count
  * (/proc/loadavg's "runnable/total", this thread included) covers the whole machine, hence
  * the machine's CPUs as the bound, not only those of our ranks: other jobs busy on other
- * CPUs must not stop our spin.  One read costs about a microsecond and a half. */
+ * CPUs must not stop our spin.  A read is a system call, too dear for every poll, so an
+ * answer holds for a while (SMHEAP_UNCONTENDED_NSEC; figures: doc/p2p.md). */
 static int cpus_contended(long long ns)
 {
     static long long valid_until;
@@ -501,7 +353,7 @@ static int arm_bells(bell_set_t * set)
         set->n += MPIDI_CH3I_Link_bells(set->bells + 1, SMHEAP_DOORBELL_MAX_WAIT - 1);
     }
     for (int i = 0; i < set->n; i++) {
-        MPIDI_CH3I_Sockpath_listen_for_wakeups(set->bells[i]);
+        MPIDI_CH3I_Net_listen_for_wakeups(set->bells[i]);
         set->seqs[i] = smheap_doorbell_arm(set->bells[i]);
     }
     MPIDI_CH3I_Link_sleepers++;         /* the link doorbells stay mapped meanwhile */
@@ -533,13 +385,13 @@ static int sleep_until_rung(int (*ready) (void *), void *arg, int *made_progress
     mpi_errno = arm_bells(&set);
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = poll_once(made_progress);
-    if (mpi_errno == MPI_SUCCESS && MPIDI_CH3I_Sockpath_active && !*made_progress)
-        mpi_errno = MPIDI_CH3I_Sockpath_poll(made_progress);
+    if (mpi_errno == MPI_SUCCESS && MPIDI_CH3I_Net_active && !*made_progress)
+        mpi_errno = MPIDI_CH3I_Net_poll(made_progress);
     if (mpi_errno == MPI_SUCCESS && !*made_progress && !ready(arg)) {
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_sleeps, 1);
         /* with sockets to watch, sleep in poll(): the doorbells send a byte there too */
-        if (MPIDI_CH3I_Sockpath_active)
-            mpi_errno = MPIDI_CH3I_Sockpath_sleep(SMHEAP_SLEEP_NSEC / 1000000, made_progress);
+        if (MPIDI_CH3I_Net_active)
+            mpi_errno = MPIDI_CH3I_Net_sleep(SMHEAP_SLEEP_NSEC / 1000000, made_progress);
         else
             err = MPIDI_CH3I_Without_global_lock(sleep_on_bells, &set);
     }
@@ -667,15 +519,6 @@ int MPIDI_CH3I_Progress_wait_for(int (*ready) (void *), void *arg)
     return wait_until(ready, arg);
 }
 
-#ifdef MPICH_IS_THREADED
-/* A request completed in a threaded process (MPIDI_CH3I_PROGRESS_WAKEUP tests that): a
- * thread of ours may be asleep on the doorbell waiting for exactly that. */
-void MPIDI_CH3I_Progress_wakeup(void)
-{
-    if (smheap_queue.bells)
-        MPIDI_CH3I_Smheap_wake(smheap_queue.my_rank);
-}
-#endif
 
 /* ------------------------------------------------------------------------------------ */
 /* Set-up and connection teardown                                                       */
@@ -720,15 +563,6 @@ int MPIDI_CH3I_Progress_init(void)
 
     MPIR_FUNC_ENTER;
 
-    MPIR_ERR_CHKANDJUMP(PKTARRAY_SIZE <= MPIDI_CH3_PKT_END_ALL, mpi_errno, MPI_ERR_INTERN,
-                        "**ch3|pktarraytoosmall");
-    mpi_errno = MPIDI_CH3_PktHandler_Init(MPIDI_CH3I_pkt_handlers, PKTARRAY_SIZE);
-    MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPIDI_CH3I_Smheap_rndv_init(MPIDI_CH3I_pkt_handlers, PKTARRAY_SIZE);
-    MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPIDI_CH3I_Smheap_part_init(MPIDI_CH3I_pkt_handlers, PKTARRAY_SIZE);
-    MPIR_ERR_CHECK(mpi_errno);
-
     peer_vcs = MPL_calloc(smheap_queue.nranks, sizeof(MPIDI_VC_t *), MPL_MEM_ADDRESS);
     owed_wake = MPL_malloc(smheap_queue.nranks * sizeof(int), MPL_MEM_ADDRESS);
     MPIR_ERR_CHKANDJUMP(peer_vcs == NULL || owed_wake == NULL, mpi_errno, MPI_ERR_OTHER,
@@ -756,16 +590,7 @@ int MPIDI_CH3I_Progress_finalize(void)
     MPL_free(owed_wake);
     owed_wake = NULL;
     n_owed_wake = 0;
-    pending_vcs = NULL;
     return MPI_SUCCESS;
-}
-
-/* The close protocol is over and everything sent: the VC's links (if any) are done with;
- * ch3 may now destroy the VC. */
-int MPIDI_CH3I_Connection_closed(MPIDI_VC_t * vc)
-{
-    MPIDI_CH3I_Link_retire(vc);
-    return MPIDI_CH3U_Handle_connection(vc, MPIDI_VC_EVENT_TERMINATED);
 }
 
 int MPIDI_CH3_Connection_terminate(MPIDI_VC_t * vc)
@@ -778,7 +603,7 @@ int MPIDI_CH3_Connection_terminate(MPIDI_VC_t * vc)
         goto fn_exit;
 
     if (vc->ch.remote)
-        mpi_errno = MPIDI_CH3I_Sockpath_terminate(vc);
+        mpi_errno = MPIDI_CH3I_Net_terminate(vc);
     else if (MPIDI_CH3I_Sendq_empty(vc))
         mpi_errno = MPIDI_CH3I_Connection_closed(vc);
     else

@@ -142,9 +142,6 @@ cvars:
 #include <sched.h>
 #include <unistd.h>
 #include "smheap.h"
-#include "smheap_cache.h"
-#include "smheap_cma.h"
-#include "smheap_pace.h"
 #include <stdatomic.h>
 
 /* A transfer that sender and receiver may share.  Allocated by the sender in the shared
@@ -463,15 +460,13 @@ static int copy_contig(MPIDI_VC_t * vc, MPIR_Request * rreq, char *dst, intptr_t
     smheap_pkt_help_t *help = &upkt.help;
 
     /* Through the kernel, each side in one system call: it pins the pages it copies, so
-     * many small chunks cost more than an uneven split (bench/p2p, AMD EPYC, 1 MiB
-     * streams: 12 GB/s in 32 KiB chunks, 25 GB/s in halves). */
+     * many small chunks cost more than an uneven split (figures: doc/p2p.md). */
     if (sender)
         chunk = MPL_MAX(chunk, MPL_ROUND_UP_ALIGN(len / 2, 4096));
 
     /* Through the kernel, a peer that is receiving from us too (both directions at once)
-     * would only slow its own receive down by helping with ours (bench/p2p bibw, AMD EPYC:
-     * each copying its own receive alone was 17 % faster at 128 KiB, 5 % at 1 MiB, even at
-     * 4 MiB). */
+     * would only slow its own receive down by helping with ours: each side copying its own
+     * receive alone does better (figures: doc/p2p.md). */
     if (sender && vc->ch.rndv_unanswered > 0)
         job = NULL;
     if (job == NULL || len <= chunk || (!sender && !smheap_holds(dst, (size_t) len))) {
@@ -532,10 +527,9 @@ static int rings_fast(void)
 /* Rather have len bytes the peer offers through the kernel staged through the rings?
  * Where we are sending to it too and the rings are fast: then each side copies into cells
  * the other empties while they are in cache, and the two directions keep each other going,
- * where two kernel copies at once each pin pages and copy alone (bench/p2p bibw from
- * stack buffers, AMD EPYC with 32 MiB of L3, 5 alternations: 1.38x the kernel at 128 KiB,
- * 1.10x at 1 MiB; 1.37x at 8 MiB, 1.15x at 16 MiB, 1.13x at 32 MiB, 1.24x at 64 MiB, where
- * both move the same bytes through memory). */
+ * where two kernel copies at once each pin pages and copy alone.  Staging wins at every
+ * size, even where both ways move the same bytes through memory, hence no bound by default
+ * (figures: doc/p2p.md). */
 static int stage_instead(MPIDI_VC_t * vc, intptr_t len)
 {
     return vc->ch.rndv_unanswered > 0 && len <= stage_both_ways_max && rings_fast();
@@ -734,15 +728,14 @@ static int handle_cancel_send_resp(MPIDI_VC_t * vc, MPIDI_CH3_Pkt_t * pkt, void 
 }
 
 /* While the rings are slow, let a message through them this often (ns) to measure them
- * again: slow spells last seconds to minutes, and such a message costs about ten times
- * what it would through the kernel. */
+ * again: slow spells last seconds to minutes, and such a message costs far more than it
+ * would through the kernel (figures: doc/p2p.md). */
 #define SLOW_RING_PROBE_NS 10000000
 
 /* Compare copies into the rings with a copy through the kernel (smheap_pace.h).  Half its
  * speed, because a copy into cells that have gone cold (the first after a pause) runs at
- * about the kernel's speed, while in the slow spells copies run five to ten times slower
- * than that (AMD EPYC: 35-48 GB/s into recently used cells, 8-11 into cold ones, 1.3-2.5
- * in spells, 9-11 through the kernel). */
+ * about the kernel's speed and must not count as slow, while in the slow spells copies run
+ * far below half of it (figures: doc/p2p.md). */
 static void watch_rings(void)
 {
     double slow_below = MPIR_CVAR_CH3_SMHEAP_SLOW_RING_RATE / 1000.0;  /* MB/s: bytes/ns */

@@ -32,8 +32,6 @@
 #include "mpidi_ch3_impl.h"
 #include "mpidrma.h"          /* ch3's RMA state, read by the fence */
 #include "smheap.h"
-#include "smheap_channel.h"
-#include "smheap_mpit.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===

@@ -4,7 +4,6 @@
 
 #define _POSIX_C_SOURCE 200809L
 #include "smheap_copy.h"
-#include "smheap_cache.h"
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,7 +44,8 @@ static double best_copy_time(char *dst, const char *src)
 /* Is memcpy much slower with the destination 8 bytes past the source (mod 4 KiB) than
  * 64 bytes past it?  Measured rather than inferred from the processor and the glibc
  * version, since it depends on both (on the processor's `rep movsb`, and on whether glibc
- * uses it for such sizes); the difference, when there is one, is tenfold. */
+ * uses it for such sizes); the difference, when there is one, is wide enough that a
+ * threefold bound tells it from noise (figures: doc/p2p.md). */
 static int memcpy_slow_at_short_distance(void)
 {
     /* up to 4095 bytes to align src, src, a page, dst and 64 bytes past it */

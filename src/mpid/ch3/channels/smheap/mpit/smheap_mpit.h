@@ -1,10 +1,17 @@
 /*
- * ch3:smheap -- the channel's MPI_T counters, bumped with MPIR_T_PVAR_COUNTER_INC(SMHEAP,
- * name, n) by the files that count, registered with their descriptions in ch3_mpit.c.
+ * ch3:smheap -- the channel's MPI_T counters (mpit/), bumped with
+ * MPIR_T_PVAR_COUNTER_INC(SMHEAP, name, n) by the files that count; kept in
+ * smheap_counters.c, registered with their descriptions by src/ch3_mpit.c.
  */
 
 #ifndef SMHEAP_MPIT_H_INCLUDED
 #define SMHEAP_MPIT_H_INCLUDED
+
+/* The channel's MPI_T performance variables say which paths ran; they are always on
+ * (MPICH gates each pvar module on ENABLE_PVAR_<module>). */
+#ifndef ENABLE_PVAR_SMHEAP
+#define ENABLE_PVAR_SMHEAP 1
+#endif
 
 extern unsigned long long PVAR_COUNTER_smheap_sleeps;
 extern unsigned long long PVAR_COUNTER_smheap_test_yields;
@@ -37,11 +44,11 @@ extern unsigned long long PVAR_COUNTER_smheap_remote_wakeups;
 extern unsigned long long PVAR_COUNTER_smheap_part_in_place;
 extern unsigned long long PVAR_COUNTER_smheap_part_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_part_placed;
+extern unsigned long long PVAR_COUNTER_smheap_rma_ops_in_place;
+extern unsigned long long PVAR_COUNTER_smheap_rma_ops_queued;
 extern unsigned long long PVAR_COUNTER_smheap_rma_locks_in_place;
 extern unsigned long long PVAR_COUNTER_smheap_rma_heap_windows;
 extern unsigned long long PVAR_COUNTER_smheap_rma_epochs_in_place;
-
-/* Registers every one of the channel's performance variables (MPIDI_CH3_Init). */
-void MPIDI_CH3I_Smheap_mpit_init(void);
+extern unsigned long long PVAR_COUNTER_smheap_vector_reductions;
 
 #endif /* SMHEAP_MPIT_H_INCLUDED */

@@ -7,9 +7,10 @@
  * ends.
  */
 
-#include "mpidi_ch3_impl.h"
+#include "mpidimpl.h"
 #include "mpidu_init_shm.h"
-#include "smheap_cache.h"
+#include "smheap_node.h"
+#include "smheap_copy.h"
 #include <sched.h>
 #include <unistd.h>
 
@@ -100,10 +101,10 @@ static size_t pow2_floor(size_t x)
     return p;
 }
 
-/* Bytes per ring: measured on two cores, a 2 MiB ring carries data outside the heap two to
- * three times faster than a 256 KiB one, because the sender need not wait for the receiver
- * (bench/p2p).  Every rank has nranks - 1 inbound rings, backed by tmpfs pages as they are
- * used, so the automatic size shrinks as jobs grow. */
+/* Bytes per ring: a deep ring lets the sender of data from outside the heap run ahead
+ * instead of waiting for the receiver to empty cells (figures: doc/p2p.md).  Every rank has
+ * nranks - 1 inbound rings, backed by tmpfs pages as they are used, so the automatic size
+ * shrinks as jobs grow. */
 static size_t ring_bytes(int nranks)
 {
     size_t want = MPIR_CVAR_CH3_SMHEAP_RING_SIZE;
@@ -125,13 +126,10 @@ static size_t l1_data_cache(void)
 /* Bytes of data per cell.  A message of a few cells goes through as a pipeline: while
  * the receiver copies one cell out, the sender fills the next, each cell written and read
  * while it is in the first-level cache.  Half that cache per cell leaves room for the user's
- * buffers beside it; measured on AMD EPYC (32 KiB L1d) against 32 KiB cells, 16 KiB cells
- * took the latency of 32 KiB messages from outside the heap from 2.63 to 1.61 us and of
- * 64 KiB from 2.87 to 2.54.  They cost streams that go through the rings: 64 KiB cells
- * streamed 128 KiB messages 2 times and 1 MiB ones 1.3 times as fast (bench/p2p, 5
- * alternations), though such streams from contiguous buffers now go through the kernel
- * from 128 KiB (ch3_rndv.c).  Smaller cells cost more per byte: 8 KiB ones lost a third of
- * the bandwidth at 128 KiB. */
+ * buffers beside it: cells as big as the cache push those buffers out and slow mid-sized
+ * messages down.  Bigger cells would suit long streams through the rings, but such streams
+ * from contiguous buffers go through the kernel from 128 KiB (ch3_rndv.c); smaller cells
+ * cost more per byte (figures: doc/p2p.md). */
 static size_t cell_bytes(void)
 {
     if (MPIR_CVAR_CH3_SMHEAP_CELL_SIZE > 0)
@@ -143,8 +141,8 @@ static size_t cell_bytes(void)
 
 /* A message and its reply each take a warm slot, and each is copied from one buffer and
  * into another: an eighth of the first-level cache each keeps all of them in half of it.
- * A quarter was slower for the largest messages than no slot at all (bench/p2p, 8 KiB on
- * a 32 KiB L1: the four then fill the cache). */
+ * With a quarter the four fill the cache, and the largest messages then go slower than
+ * with no slot at all (figures: doc/p2p.md). */
 static size_t warm_bytes(void)
 {
     if (MPIR_CVAR_CH3_SMHEAP_WARM_SIZE >= 0)
@@ -167,15 +165,14 @@ static void set_geometry(size_t ring, size_t cell, size_t warm)
     g->cell_size = offsetof(smheap_cell_t, payload) + header + data + SMHEAP_CACHELINE;
     g->cell_size = MPL_ROUND_UP_ALIGN(g->cell_size, SMHEAP_CACHELINE);
     g->warm_size = MPL_MIN(warm, smheap_cell_payload(g) / SMHEAP_CACHELINE * SMHEAP_CACHELINE);
-    /* The hot cell is for short messages.  bench/p2p on AMD EPYC, ping-pong through it
-     * against a cell of their own: 256 B 17 % and 512 B 22 % faster, 1 KiB slower than
-     * through the warm slot (from 1 KiB, see warm_min). */
+    /* The hot cell is for short messages: a message and its reply reuse its lines
+     * instead of a new cell each.  From 1 KiB (see warm_min) the warm slot serves them
+     * better, hence SMHEAP_HOT_DATA (figures: doc/p2p.md). */
     g->hot_size = MPL_ROUND_UP_ALIGN(offsetof(smheap_cell_t, payload) + sizeof(MPIDI_CH3_Pkt_t) +
                                      SMHEAP_HOT_DATA, SMHEAP_CACHELINE);
     /* Below half the L1 cache a ring's worth of messages stays there anyway; below
      * SMHEAP_WARM_MIN_LINES, what the slot keeps warm costs less than the line of the
-     * consumer's head that the producer reads to know it is free (bench/p2p: 512 B was
-     * slower through the slot, 1 KiB faster). */
+     * consumer's head that the producer reads to know it is free (figures: doc/p2p.md). */
     if (MPIR_CVAR_CH3_SMHEAP_WARM_MIN >= 0)
         smheap_queue.warm_min = MPL_MAX(MPIR_CVAR_CH3_SMHEAP_WARM_MIN, 1);
     else
@@ -183,10 +180,9 @@ static void set_geometry(size_t ring, size_t cell, size_t warm)
                                         SMHEAP_WARM_MIN_LINES * SMHEAP_CACHELINE);
     /* Data spread into its cell no longer follows the header's lines, so its first line is
      * a miss the prefetcher would otherwise have hidden; against that, its lines come back
-     * cold instead of from the other core's cache.  bench/p2p on AMD EPYC, streams of
-     * 1 KiB: 20 % slower spread; of 2 KiB 27 % faster, 8 KiB twice as fast.  Ping-pong,
-     * spread against the warm slot: 1 KiB 7 % slower, 2 KiB 14 % and 4 KiB 31 % faster,
-     * so data of this size and more is spread even when the slot is free. */
+     * cold instead of from the other core's cache.  The gain outweighs the miss from twice
+     * the warm slot's lower bound, in streams and in ping-pong alike, so data of this size
+     * and more is spread even when the slot is free (figures: doc/p2p.md). */
     smheap_queue.spread_min = 2 * MPL_MAX(smheap_queue.warm_min,
                                           SMHEAP_WARM_MIN_LINES * SMHEAP_CACHELINE);
 }

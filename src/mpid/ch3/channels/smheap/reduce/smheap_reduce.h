@@ -2,12 +2,13 @@
  * ch3:smheap -- reduction kernels the processor's vector unit runs.
  *
  * MPICH's predefined operations (MPIR_SUM, MPIR_MAX, ...) are plain loops that its -O2
- * build leaves scalar: one element per instruction, 12 GB/s for a sum of doubles where the
- * same loop vectorized for AVX2 or AVX-512 reaches 30 and more.  One-sided accumulates done
- * in place and the shared-heap collectives reduce whole vectors in the caller's time, so
- * they use these kernels instead where one exists for the operation and datatype: the same
- * operation element by element, in the same order, so results are bit for bit MPICH's, and
- * compiled once per vector width with the widest the processor has chosen at load time.
+ * build leaves scalar: one element per instruction, where the same loop vectorized for AVX2
+ * or AVX-512 runs several at once, much faster (figures: doc/rma.md).  One-sided
+ * accumulates done in place and the shared-heap collectives reduce whole vectors in the
+ * caller's time, so they use these kernels instead where one exists for the operation and
+ * datatype: the same operation element by element, in the same order, so results are bit
+ * for bit MPICH's, and compiled once per vector width with the widest the processor has
+ * chosen at load time.
  */
 
 #ifndef SMHEAP_REDUCE_H_INCLUDED

@@ -16,13 +16,13 @@
  * A ring may also have a hot cell, before the others.  A message and its reply going back
  * and forth would otherwise take a new cell each time, and the lines of a ring's worth of
  * cells, two rings at a time, fill the first-level caches that each message's lines must
- * come back from (measured on AMD EPYC: 8-byte messages 0.107 us one way through 128
- * cells, 0.095 through 16).  A short message goes into the hot cell instead of its own
- * whenever the producer knows the consumer has released the hot cell's last message, and
- * it knows that without reading the consumer's head: every cell carries, in its `ack`, how
- * far its producer has read the ring that runs the other way, so a reply tells the sender
- * its message has been read.  The consumer looks for its next position in the hot cell
- * first, then in the position's own cell.
+ * come back from, which slows even the shortest messages down (figures: doc/p2p.md).  A
+ * short message goes into the hot cell instead of its own whenever the producer knows the
+ * consumer has released the hot cell's last message, and it knows that without reading the
+ * consumer's head: every cell carries, in its `ack`, how far its producer has read the ring
+ * that runs the other way, so a reply tells the sender its message has been read.  The
+ * consumer looks for its next position in the hot cell first, then in the position's own
+ * cell.
  *
  * A ring may also have a warm slot: one buffer, after the cells, that holds the data of
  * at most one message at a time.  A message that goes back and forth (a ping-pong, a
@@ -34,11 +34,11 @@
  * A message too big for the slot but smaller than a cell would leave most of each cell
  * untouched, so a ring's worth of them would cycle through only cells x size bytes: few
  * enough to stay in the consumer's caches, where every line the producer writes again
- * must first be taken back from the other core (on AMD Zen that made 8 KiB messages 50 %
- * slower than lines that come back cold, bench/p2p).  Such data may be placed further
- * into its cell, at an offset that moves on at every lap of the ring, so that successive
- * laps use different lines of each cell.  Data placed apart from the header, in the warm
- * slot or further into the cell, is described by the cell's apart_len and apart_at.
+ * must first be taken back from the other core, which costs more than a line that comes
+ * back cold (figures: doc/p2p.md).  Such data may be placed further into its cell, at an
+ * offset that moves on at every lap of the ring, so that successive laps use different
+ * lines of each cell.  Data placed apart from the header, in the warm slot or further into
+ * the cell, is described by the cell's apart_len and apart_at.
  */
 
 #ifndef SMHEAP_RING_H_INCLUDED

@@ -3,11 +3,11 @@
  *
  * Moving data through a ring costs each cache line two trips between cores: the sender
  * writes lines the receiver read a lap before, the receiver reads what the sender wrote.
- * What such trips cost can change while a job runs: on the KVM guests on AMD EPYC this
- * project is measured on, streams through shared-memory rings (this channel's and
- * ch3:nemesis's alike) fall from about 30 GB/s to 2-3 GB/s for seconds to minutes at a
- * time, in every copy loop tried, while copies that move each line across once, by a read
- * (the kernel's process_vm_readv, the shared heap's single copy), keep their speed.
+ * What such trips cost can change while a job runs: on some virtual machines, streams
+ * through shared-memory rings (this channel's and ch3:nemesis's alike) slow down many
+ * times over for seconds to minutes at a time, whatever the copy loop, while copies that
+ * move each line across once, by a read (the kernel's process_vm_readv, the shared heap's
+ * single copy), keep their speed (figures: doc/p2p.md).
  *
  * So the channel times some of its copies into the rings and compares their speed with a
  * bound it derives from a copy through the kernel, timed once at start-up: while the rings

@@ -1,6 +1,6 @@
 /*
  * ch3:smheap -- partitioned communication: moving the data (requests and matching are in
- * src/ch3_part.c).
+ * smheap_part.c).
  *
  * The sender chooses the way at MPI_Psend_init.
  *  - In place: the receiver shares our heap (a rank of our job on this node), the send
@@ -43,7 +43,7 @@ cvars:
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
-#include "smheap_part.h"
+#include "smheap_part_impl.h"
 #include "smheap.h"
 
 /* ------------------------------------------------------------------------------------ */

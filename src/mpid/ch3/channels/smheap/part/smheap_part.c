@@ -9,12 +9,11 @@
  * carrying its request's handle.  Both requests keep a reference for this handshake, so
  * that either side may free its request before the other has answered.
  *
- * How the data moves, in place or as messages, is src/ch3_part_data.c's; the two share
- * include/smheap_part.h.
+ * How the data moves, in place or as messages, is smheap_part_data.c's; they share
+ * smheap_part_impl.h.
  */
 
-#include "mpidi_ch3_impl.h"
-#include "smheap_part.h"
+#include "smheap_part_impl.h"
 
 /* A PART_INIT that came before its MPI_Precv_init. */
 typedef struct part_unexpected {
@@ -22,46 +21,11 @@ typedef struct part_unexpected {
     struct part_unexpected *prev, *next;
 } part_unexpected_t;
 
-static smheap_part_t *active, *posted;
+static smheap_part_t *posted;
 static part_unexpected_t *unexpected;
-static int hook_id = -1;
 
 /* ------------------------------------------------------------------------------------ */
 /* Requests                                                                             */
-
-int MPIDI_CH3I_Part_is_self(MPIDI_VC_t * vc)
-{
-    return vc->pg == MPIDI_Process.my_pg && vc->pg_rank == MPIDI_Process.my_pg_rank;
-}
-
-void MPIDI_CH3I_Part_activate(smheap_part_t * p)
-{
-    if (active == NULL)
-        MPIR_Progress_hook_activate(hook_id);
-    DL_APPEND_NP(active, p, active_next, active_prev);
-}
-
-static void deactivate(smheap_part_t * p)
-{
-    DL_DELETE_NP(active, p, active_next, active_prev);
-    p->active_prev = p->active_next = NULL;
-    if (active == NULL)
-        MPIR_Progress_hook_deactivate(hook_id);
-}
-
-static int is_on_active_list(smheap_part_t * p)
-{
-    return p->active_prev != NULL;      /* utlist: the head's prev is the tail */
-}
-
-/* This round is over: MPI_Wait and MPI_Test see the request complete. */
-void MPIDI_CH3I_Part_complete_round(smheap_part_t * p)
-{
-    if (is_on_active_list(p))
-        deactivate(p);
-    MPIR_cc_set(&p->req->cc, 0);
-    MPIDI_CH3_Progress_signal_completion();
-}
 
 static void free_part(smheap_part_t * p)
 {
@@ -168,13 +132,13 @@ static int part_progress(int *made_progress)
     int mpi_errno = MPI_SUCCESS;
     smheap_part_t *p, *tmp;
 
-    DL_FOREACH_SAFE_NP(active, p, tmp, active_next, active_prev) {
+    DL_FOREACH_SAFE_NP(MPIDI_CH3I_Part_active, p, tmp, active_next, active_prev) {
         if (p->req->kind == MPIR_REQUEST_KIND__PART_SEND)
             mpi_errno = MPIDI_CH3I_Part_send_progress(p);
         else
             mpi_errno = MPIDI_CH3I_Part_copy_ready(p);
         MPIR_ERR_CHECK(mpi_errno);
-        if (!is_on_active_list(p))
+        if (!MPIDI_CH3I_Part_is_active(p))
             *made_progress = TRUE;
     }
 
@@ -289,7 +253,7 @@ int MPIDI_CH3I_Smheap_part_init(MPIDI_CH3_PktHandler_Fcn * pktArray[], int array
     pktArray[MPIDI_CH3I_SMHEAP_PKT_PART_INIT] = handle_init;
     pktArray[MPIDI_CH3I_SMHEAP_PKT_PART_CTS] = handle_cts;
     pktArray[MPIDI_CH3I_SMHEAP_PKT_PART_DATA] = MPIDI_CH3I_Part_handle_data;
-    return MPIR_Progress_hook_register(part_progress, &hook_id);
+    return MPIR_Progress_hook_register(part_progress, &MPIDI_CH3I_Part_hook_id);
 }
 
 int MPIDI_CH3I_Smheap_part_finalize(void)
@@ -300,9 +264,9 @@ int MPIDI_CH3I_Smheap_part_finalize(void)
         DL_DELETE(unexpected, u);
         MPL_free(u);
     }
-    if (hook_id >= 0)
-        MPIR_Progress_hook_deregister(hook_id);
-    hook_id = -1;
+    if (MPIDI_CH3I_Part_hook_id >= 0)
+        MPIR_Progress_hook_deregister(MPIDI_CH3I_Part_hook_id);
+    MPIDI_CH3I_Part_hook_id = -1;
     return MPI_SUCCESS;
 }
 
@@ -507,8 +471,8 @@ void MPIDI_CH3_Part_request_free_hook(MPIR_Request * req)
 
     if (p == NULL)
         return;
-    if (is_on_active_list(p))
-        deactivate(p);
+    if (MPIDI_CH3I_Part_is_active(p))
+        MPIDI_CH3I_Part_deactivate(p);
     p->freed = 1;
     if (!p->handshake)
         free_part(p);

@@ -4,7 +4,7 @@
 
 #define _GNU_SOURCE
 #include "smheap_pace.h"
-#include "smheap_cma.h"
+#include "smheap_copy.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -1,12 +1,15 @@
 /*
- * ch3:smheap -- partitioned communication: what src/ch3_part.c (requests, matching, the
- * MPID entry points) and src/ch3_part_data.c (moving the data) share.
+ * ch3:smheap -- partitioned communication, inside part/: what smheap_part.c (requests,
+ * matching, the MPID entry points), smheap_part_data.c (moving the data) and
+ * smheap_part_active.c (requests with work in progress) share.  Calls go from the first
+ * to the second to the third.
  */
 
-#ifndef SMHEAP_PART_H_INCLUDED
-#define SMHEAP_PART_H_INCLUDED
+#ifndef SMHEAP_PART_IMPL_H_INCLUDED
+#define SMHEAP_PART_IMPL_H_INCLUDED
 
 #include "mpidi_ch3_impl.h"
+#include "smheap_part.h"
 #include <stdatomic.h>
 
 /* What the sender shares with an in-place receiver, in the sender's heap. */
@@ -103,12 +106,16 @@ MPL_static_assert(sizeof(part_pkt_t) == sizeof(MPIDI_CH3_Pkt_t),
 
 #define PART(req_) ((req_)->ch.part)
 
-/* src/ch3_part.c */
+/* smheap_part_active.c: requests with work in progress (the progress hook walks them) */
+extern smheap_part_t *MPIDI_CH3I_Part_active;
+extern int MPIDI_CH3I_Part_hook_id;
 int MPIDI_CH3I_Part_is_self(MPIDI_VC_t * vc);
 void MPIDI_CH3I_Part_activate(smheap_part_t * p);
+void MPIDI_CH3I_Part_deactivate(smheap_part_t * p);
+int MPIDI_CH3I_Part_is_active(smheap_part_t * p);
 void MPIDI_CH3I_Part_complete_round(smheap_part_t * p);
 
-/* src/ch3_part_data.c: choosing the way at MPI_Psend_init */
+/* smheap_part_data.c: choosing the way at MPI_Psend_init */
 int MPIDI_CH3I_Part_can_send_in_place(smheap_part_t * p);
 int MPIDI_CH3I_Part_new_flags(smheap_part_t * p);
 
@@ -130,4 +137,4 @@ void MPIDI_CH3I_Part_receive_done(smheap_part_t * p);
 int MPIDI_CH3I_Part_handle_data(MPIDI_VC_t * vc, MPIDI_CH3_Pkt_t * pkt, void *data,
                                 intptr_t * buflen, MPIR_Request ** rreqp);
 
-#endif /* SMHEAP_PART_H_INCLUDED */
+#endif /* SMHEAP_PART_IMPL_H_INCLUDED */

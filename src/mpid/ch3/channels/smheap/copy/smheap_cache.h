@@ -2,8 +2,8 @@
  * ch3:smheap -- the sizes of this processor's caches, as the channel's thresholds use them.
  *
  * The kernel's description (sysfs, what lscpu and hwloc read) comes first: the C library's
- * sysconf works them out from CPUID itself and can be far off under a hypervisor (a KVM
- * guest on AMD EPYC reports a 320 MiB L3 through sysconf, 32 MiB through sysfs).
+ * sysconf works them out from CPUID itself and can be far off under a hypervisor (figures:
+ * doc/p2p.md).
  * Independent of MPICH, so that it can be unit-tested alone.
  */
 

@@ -9,19 +9,22 @@
  *
  * The same path serves processes of other jobs on other nodes (spawned, connected,
  * joined): their VCs come here when the node identity in their business card is not ours
- * (ch3_link.c), and a port of ours names our listener as well as our link address.
+ * (link/smheap_link.c), and a port of ours names our listener as well as our link address.
  *
  * Every process listens, as under ch3:sock and nemesis, since a process of a later job may
- * have to reach it; but until a connection is made (MPIDI_CH3I_Sockpath_active unset) the
+ * have to reach it; but until a connection is made (MPIDI_CH3I_Net_active unset) the
  * sockets cost a job on one node nothing: the listener is looked at only as often as the
- * links' one (MPIDI_CH3I_Sockpath_poll_listener).  Once a connection is in use the progress
+ * links' one (MPIDI_CH3I_Net_poll_listener).  Once a connection is in use the progress
  * engine polls the sockets every SOCK_POLL_INTERVAL rounds and before it sleeps; an idle
  * rank then sleeps in poll() on the sockets and on a datagram socket named in its
  * doorbells, so that a local peer's ring (which sends that socket a byte when its owner
  * sleeps) and a remote packet both wake it.
  */
 
-#include "mpidi_ch3_impl.h"
+#include "smheap_net.h"
+#include "smheap_packet.h"
+#include "smheap_mpit.h"
+#include "ch3usock.h"
 #include "mpidu_sock.h"
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -29,7 +32,7 @@
 #include <unistd.h>
 
 MPIDI_CH3I_Sock_set_t MPIDI_CH3I_sock_set;     /* util/sock connects through this set */
-int MPIDI_CH3I_Sockpath_active;
+int MPIDI_CH3I_Net_active;
 static int sockpath_open;       /* the set, the listener and the wake socket are there */
 
 static int wake_fd = -1;        /* our doorbells' datagram socket */
@@ -76,8 +79,15 @@ static int open_wake_socket(void)
     goto fn_exit;
 }
 
+void MPIDI_CH3I_Net_vc_init(MPIDI_VC_t * vc)
+{
+    vc->ch.state = MPIDI_CH3I_VC_STATE_UNCONNECTED;
+    vc->ch.sock = MPIDI_CH3I_SOCK_INVALID_SOCK;
+    vc->ch.conn = NULL;
+}
+
 /* spans_nodes: ranks of our job are on other nodes, so the sockets are in use at once. */
-int MPIDI_CH3I_Sockpath_init(int spans_nodes)
+int MPIDI_CH3I_Net_init(int spans_nodes)
 {
     int mpi_errno = MPI_SUCCESS;
 
@@ -92,7 +102,7 @@ int MPIDI_CH3I_Sockpath_init(int spans_nodes)
     mpi_errno = open_wake_socket();
     MPIR_ERR_CHECK(mpi_errno);
     sockpath_open = 1;
-    MPIDI_CH3I_Sockpath_active = spans_nodes;
+    MPIDI_CH3I_Net_active = spans_nodes;
 
   fn_exit:
     MPIR_FUNC_EXIT;
@@ -102,7 +112,7 @@ int MPIDI_CH3I_Sockpath_init(int spans_nodes)
 }
 
 /* Our listener's address, for the business card the job publishes. */
-int MPIDI_CH3I_Sockpath_add_card(int pg_rank, char **card, int *room)
+int MPIDI_CH3I_Net_add_card(int pg_rank, char **card, int *room)
 {
     if (!sockpath_open)
         return MPI_SUCCESS;
@@ -111,13 +121,13 @@ int MPIDI_CH3I_Sockpath_add_card(int pg_rank, char **card, int *room)
 
 /* A doorbell of ours: when it is rung while we sleep in poll(), the ringer also sends our
  * wake socket a byte. */
-void MPIDI_CH3I_Sockpath_listen_for_wakeups(smheap_doorbell_t * bell)
+void MPIDI_CH3I_Net_listen_for_wakeups(smheap_doorbell_t * bell)
 {
-    if (MPIDI_CH3I_Sockpath_active && bell->wake_socket[0] == '\0')
+    if (MPIDI_CH3I_Net_active && bell->wake_socket[0] == '\0')
         smheap_doorbell_set_wake_socket(bell, wake_name);
 }
 
-int MPIDI_CH3I_Sockpath_finalize(void)
+int MPIDI_CH3I_Net_finalize(void)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_CH3I_Connection_t *conn = NULL;
@@ -126,7 +136,7 @@ int MPIDI_CH3I_Sockpath_finalize(void)
 
     if (!sockpath_open)
         goto fn_exit;
-    MPIDI_CH3I_Sockpath_active = 1;     /* the listener's close is an event to wait for */
+    MPIDI_CH3I_Net_active = 1;     /* the listener's close is an event to wait for */
     mpi_errno = MPIDU_CH3I_ShutdownListener();
     MPIR_ERR_CHECK(mpi_errno);
     /* the wake socket is closed with the others; it has no connection to close */
@@ -143,7 +153,7 @@ int MPIDI_CH3I_Sockpath_finalize(void)
     MPIDI_CH3I_Sock_finalize();
     wake_fd = -1;
     sockpath_open = 0;
-    MPIDI_CH3I_Sockpath_active = 0;
+    MPIDI_CH3I_Net_active = 0;
 
   fn_exit:
     MPIR_FUNC_EXIT;
@@ -154,15 +164,15 @@ int MPIDI_CH3I_Sockpath_finalize(void)
 
 /* A VC of another job on another node (its card names another node): it sends through its
  * socket from now on, connecting at its first message. */
-void MPIDI_CH3I_Sockpath_adopt(MPIDI_VC_t * vc)
+void MPIDI_CH3I_Net_adopt(MPIDI_VC_t * vc)
 {
     vc->ch.remote = TRUE;
-    MPIDI_CH3I_Sockpath_active = 1;
+    MPIDI_CH3I_Net_active = 1;
 }
 
 /* The temporary VC of MPI_Comm_connect to a port on another node: ch3's socket utilities
  * connect to the listener the port names and tell it which port. */
-int MPIDI_CH3I_Sockpath_connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc)
+int MPIDI_CH3I_Net_connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc)
 {
     int mpi_errno = MPI_SUCCESS;
 
@@ -171,7 +181,7 @@ int MPIDI_CH3I_Sockpath_connect_to_root(const char *port_name, MPIDI_VC_t ** new
     mpi_errno = MPIDI_CH3I_Connect_to_root_sock(port_name, new_vc);
     MPIR_ERR_CHECK(mpi_errno);
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_connects, 1);
-    MPIDI_CH3I_Sockpath_adopt(*new_vc);
+    MPIDI_CH3I_Net_adopt(*new_vc);
 
   fn_exit:
     return mpi_errno;
@@ -249,12 +259,12 @@ static int request_written(MPIDI_VC_t * vc, MPIR_Request * sreq, int *complete)
 /* A transfer is posted a piece at a time.  The socket layer reports a posted transfer only
  * once it is whole, so a big one would look to the progress engine like no progress at all:
  * the rank would go to sleep in the middle of it and each segment would have to wake it (a
- * receiver asleep costs its sender a wake-up per segment: 15-20 % of the bandwidth).  A
- * piece is either the rest of an entry of at least PIECE_BYTES, reported at every read or
- * write that moves some of it (piece 0), or as many leading entries as make less than
- * PIECE_BYTES together, reported when all of them moved (piece = their number).  -1: the
- * transfer was posted whole (ch3's socket utilities post the first write of a new
- * connection themselves). */
+ * receiver asleep costs its sender a wake-up per segment, which eats into the bandwidth;
+ * figures: doc/p2p.md).  A piece is either the rest of an entry of at least PIECE_BYTES,
+ * reported at every read or write that moves some of it (piece 0), or as many leading
+ * entries as make less than PIECE_BYTES together, reported when all of them moved (piece =
+ * their number).  -1: the transfer was posted whole (ch3's socket utilities post the first
+ * write of a new connection themselves). */
 #define PIECE_BYTES (64 * 1024)
 
 static int next_piece(const struct iovec *iov, int n)
@@ -403,7 +413,7 @@ static int send_or_queue(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov
     goto fn_exit;
 }
 
-int MPIDI_CH3I_Sockpath_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov,
+int MPIDI_CH3I_Net_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov,
                                int n_iov)
 {
     MPIR_Request *queued;
@@ -411,14 +421,14 @@ int MPIDI_CH3I_Sockpath_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iove
     return send_or_queue(vc, sreq, iov, n_iov, &queued);
 }
 
-int MPIDI_CH3I_Sockpath_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
+int MPIDI_CH3I_Net_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
                                    MPIR_Request ** sreq_ptr)
 {
     return send_or_queue(vc, NULL, iov, n_iov, sreq_ptr);
 }
 
 /* ch3 is done with a VC on another node (the close protocol is over). */
-int MPIDI_CH3I_Sockpath_terminate(MPIDI_VC_t * vc)
+int MPIDI_CH3I_Net_terminate(MPIDI_VC_t * vc)
 {
     MPIDI_CH3I_Connection_t *conn = vc->ch.conn;
 
@@ -533,7 +543,7 @@ static void end_data_read(MPIDI_CH3I_Connection_t * conn)
 
 /* Is a message's data partly read?  Its next piece comes as the socket fills, and looking
  * less often lets more of it come with each read. */
-int MPIDI_CH3I_Sockpath_reading_data(void)
+int MPIDI_CH3I_Net_reading_data(void)
 {
     return data_reads > 0;
 }
@@ -819,7 +829,7 @@ static int handle_event_within(int timeout_ms, int *made_progress)
     MPIR_ERR_CHECK(mpi_errno);
     if (event.user_ptr != &wake_fd) {
         *made_progress = TRUE;
-        MPIDI_CH3I_Sockpath_active = 1;        /* a connection came: the sockets are in use */
+        MPIDI_CH3I_Net_active = 1;        /* a connection came: the sockets are in use */
     }
 
   fn_exit:
@@ -829,24 +839,24 @@ static int handle_event_within(int timeout_ms, int *made_progress)
     goto fn_exit;
 }
 
-int MPIDI_CH3I_Sockpath_poll(int *made_progress)
+int MPIDI_CH3I_Net_poll(int *made_progress)
 {
     return handle_event_within(0, made_progress);
 }
 
 /* While no socket is in use: has a process of another node connected to our listener? */
-int MPIDI_CH3I_Sockpath_poll_listener(void)
+int MPIDI_CH3I_Net_poll_listener(void)
 {
     int made_progress = FALSE;
 
-    if (!sockpath_open || MPIDI_CH3I_Sockpath_active)
+    if (!sockpath_open || MPIDI_CH3I_Net_active)
         return MPI_SUCCESS;
     return handle_event_within(0, &made_progress);
 }
 
 /* Sleep until a socket has something or a doorbell of ours is rung (at most timeout_ms).
  * The socket layer releases MPICH's global lock while it waits. */
-int MPIDI_CH3I_Sockpath_sleep(int timeout_ms, int *made_progress)
+int MPIDI_CH3I_Net_sleep(int timeout_ms, int *made_progress)
 {
     return handle_event_within(timeout_ms, made_progress);
 }

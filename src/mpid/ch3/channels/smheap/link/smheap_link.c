@@ -14,7 +14,7 @@
  * the abstract socket), and the same host name (what launchers and MPICH's node map call
  * a node; simulated nodes on one machine each have their own).  The business card carries
  * a node identity made of those three; a process of another job with a different one is
- * reached through its socket instead (ch3_sock.c), as a rank of our job on another node
+ * reached through its socket instead (net/smheap_net_sock.c), as a rank of our job on another node
  * is.
  *
  * Two kinds of segment:
@@ -37,7 +37,10 @@
  * where no ring of it is being read and no thread sleeps on its doorbell.
  */
 
-#include "mpidi_ch3_impl.h"
+#include "smheap_link.h"
+#include "smheap_net.h"
+#include "smheap_packet.h"
+#include "smheap_mpit.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -468,7 +471,7 @@ int MPIDI_CH3_Connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc)
 
     *new_vc = NULL;
     if (!MPIDI_CH3I_Link_reaches(port_name)) {
-        mpi_errno = MPIDI_CH3I_Sockpath_connect_to_root(port_name, new_vc);
+        mpi_errno = MPIDI_CH3I_Net_connect_to_root(port_name, new_vc);
         goto fn_exit;
     }
     mpi_errno = addr_from_card(port_name, addr, sizeof(addr));
@@ -512,7 +515,7 @@ int MPIDI_CH3I_Link_open_outbox(MPIDI_VC_t * vc)
     mpi_errno = MPIDI_PG_GetConnString(vc->pg, vc->pg_rank, card, sizeof(card));
     MPIR_ERR_CHECK(mpi_errno);
     if (!MPIDI_CH3I_Link_reaches(card)) {
-        MPIDI_CH3I_Sockpath_adopt(vc);
+        MPIDI_CH3I_Net_adopt(vc);
         goto fn_exit;
     }
     mpi_errno = addr_from_card(card, addr, sizeof(addr));

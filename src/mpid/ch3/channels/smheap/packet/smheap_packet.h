@@ -1,0 +1,152 @@
+/*
+ * ch3:smheap -- ch3's packets into and out of a VC, whichever transport carries them (the
+ * node's rings, a link, a socket): the packet handlers, handing received bytes to ch3, and
+ * a VC's send queue.  All that the rest of the channel may use of packet/.
+ */
+
+#ifndef SMHEAP_PACKET_H_INCLUDED
+#define SMHEAP_PACKET_H_INCLUDED
+
+#include "mpidimpl.h"
+#include "smheap_node.h"        /* ring cells */
+#include "smheap_copy.h"
+
+#define MPIDI_CH3I_PKTARRAY_SIZE (MPIDI_CH3_PKT_END_ALL + 1)
+extern MPIDI_CH3_PktHandler_Fcn *MPIDI_CH3I_pkt_handlers[];    /* by packet type */
+
+/* Fill the handler table with ch3's own (the channel's packets are added by their
+ * owners, in MPIDI_CH3_Init). */
+int MPIDI_CH3I_Packet_init(void);
+
+/* Feed bytes to ch3: they start either a new message (a packet header, then perhaps
+ * data) or continue vc's active receive.  Inline: every message whose data shares its
+ * ring cell comes this way. */
+static inline int MPIDI_CH3I_Handle_cell(MPIDI_VC_t * vc, char *buf, intptr_t buflen)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_CH3I_VC *ch = &vc->ch;
+
+    while (buflen > 0) {
+        MPIR_Request *rreq = ch->recv_active;
+        int complete = FALSE;
+
+        if (rreq == NULL) {
+            MPIDI_CH3_Pkt_t *pkt = (MPIDI_CH3_Pkt_t *) buf;
+            intptr_t len;
+
+            /* senders start every message at a cell boundary */
+            MPIR_Assert(buflen >= (intptr_t) sizeof(MPIDI_CH3_Pkt_t));
+            MPIR_Assert(pkt->type >= 0 && pkt->type < MPIDI_CH3_PKT_END_ALL);
+            buf += sizeof(MPIDI_CH3_Pkt_t);
+            buflen -= sizeof(MPIDI_CH3_Pkt_t);
+            len = buflen;
+            mpi_errno = MPIDI_CH3I_pkt_handlers[pkt->type] (vc, pkt, buf, &len, &rreq);
+            MPIR_ERR_CHECK(mpi_errno);
+            buf += len;
+            buflen -= len;
+            if (rreq == NULL)
+                continue;
+            rreq->dev.iov_offset = 0;
+            ch->recv_active = rreq;
+            if (buflen == 0)
+                break;
+        }
+
+        /* copy into the receive request's iov */
+        while (buflen > 0 && rreq->dev.iov_count > 0) {
+            struct iovec *iov = &rreq->dev.iov[rreq->dev.iov_offset];
+            size_t len = MPL_MIN(iov->iov_len, (size_t) buflen);
+            if (!rreq->dev.drop_data)
+                smheap_copy(iov->iov_base, buf, len);
+            buf += len;
+            buflen -= len;
+            iov->iov_base = (char *) iov->iov_base + len;
+            iov->iov_len -= len;
+            if (iov->iov_len == 0) {
+                rreq->dev.iov_offset++;
+                rreq->dev.iov_count--;
+            }
+        }
+        if (rreq->dev.iov_count > 0)
+            break;      /* the rest arrives in later cells */
+
+        /* the iov is full: complete the request or let ch3 reload the iov */
+        if (rreq->dev.OnDataAvail == NULL) {
+            mpi_errno = MPID_Request_complete(rreq);
+            complete = TRUE;
+        } else {
+            mpi_errno = rreq->dev.OnDataAvail(vc, rreq, &complete);
+        }
+        MPIR_ERR_CHECK(mpi_errno);
+        if (complete)
+            ch->recv_active = NULL;
+        else
+            rreq->dev.iov_offset = 0;
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Requests ch3 completed so far: a wait for one request stops scanning after a change. */
+static inline int MPIDI_CH3I_Completion_count(void)
+{
+    return MPL_atomic_relaxed_load_int(&MPIDI_CH3I_progress_completion_count);
+}
+
+/* Hand one ring cell to ch3.  A cell holding just a packet header, arriving between
+ * messages (every short message and most control packets, and eager messages whose data
+ * is placed apart), goes straight to its handler; anything else takes the general path.
+ * Inline: it is on the path of every short message. */
+static inline int MPIDI_CH3I_Receive_cell(MPIDI_VC_t * vc, smheap_cell_t * cell)
+{
+    MPIDI_CH3_Pkt_t *pkt = (MPIDI_CH3_Pkt_t *) cell->payload;
+    MPIR_Request *rreq = NULL;
+    char *data = cell->payload + sizeof(*pkt);
+    intptr_t len = cell->apart_len;
+    int mpi_errno;
+
+    if (vc->ch.recv_active != NULL || cell->len != sizeof(MPIDI_CH3_Pkt_t)) {
+        MPIR_Assert(cell->apart_len == 0);      /* only a new message places data apart */
+        return MPIDI_CH3I_Handle_cell(vc, cell->payload, cell->len);
+    }
+    MPIR_Assert(pkt->type >= 0 && pkt->type < MPIDI_CH3_PKT_END_ALL);
+    if (len > 0)
+        data = smheap_ring_apart_data(&vc->ch.in, vc->ch.geom, cell);
+    mpi_errno = MPIDI_CH3I_pkt_handlers[pkt->type] (vc, pkt, data, &len, &rreq);
+    if (rreq != NULL) {
+        /* the message's data follows: placed apart, or in later cells */
+        rreq->dev.iov_offset = 0;
+        vc->ch.recv_active = rreq;
+        if (mpi_errno == MPI_SUCCESS && len < (intptr_t) cell->apart_len)
+            mpi_errno = MPIDI_CH3I_Handle_cell(vc, data + len, cell->apart_len - len);
+    }
+    return mpi_errno;
+}
+
+/* A VC's send queue (ch3's socket utilities look at it through SendQ_head). */
+#define MPIDI_CH3I_SendQ_head(vcch) ((vcch)->sendq_head)
+#define MPIDI_CH3I_Sendq_empty(vc) ((vc)->ch.sendq_head == NULL)
+
+static inline void MPIDI_CH3I_Sendq_append(MPIDI_VC_t * vc, MPIR_Request * sreq)
+{
+    sreq->next = NULL;
+    if (vc->ch.sendq_tail)
+        vc->ch.sendq_tail->next = sreq;
+    else
+        vc->ch.sendq_head = sreq;
+    vc->ch.sendq_tail = sreq;
+}
+
+static inline MPIR_Request *MPIDI_CH3I_Sendq_dequeue(MPIDI_VC_t * vc)
+{
+    MPIR_Request *sreq = vc->ch.sendq_head;
+    vc->ch.sendq_head = sreq->next;
+    if (vc->ch.sendq_head == NULL)
+        vc->ch.sendq_tail = NULL;
+    return sreq;
+}
+
+#endif /* SMHEAP_PACKET_H_INCLUDED */
