@@ -74,7 +74,7 @@ typedef struct MPIDI_CH3I_VC {
     char *rbuf;                 /* bytes read ahead of their packets' handling */
     size_t rbuf_len;            /* a partial packet header kept at its start */
     int rbuf_posted;            /* the socket's posted read goes into rbuf */
-    int recv_piece;             /* how the posted data read was cut (see net/smheap_net_sock.c) */
+    int recv_piece;             /* how the posted data read was cut (net/smheap_net_sock.c) */
     int send_piece;             /* how the posted data write was cut */
 } MPIDI_CH3I_VC;
 

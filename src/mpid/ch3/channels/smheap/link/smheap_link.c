@@ -14,8 +14,8 @@
  * the abstract socket), and the same host name (what launchers and MPICH's node map call
  * a node; simulated nodes on one machine each have their own).  The business card carries
  * a node identity made of those three; a process of another job with a different one is
- * reached through its socket instead (net/smheap_net_sock.c), as a rank of our job on another node
- * is.
+ * reached through its socket instead (net/smheap_net_sock.c), as a rank of our job on
+ * another node is.
  *
  * Two kinds of segment:
  *  - a port link (MPIDI_CH3_Connect_to_root): two rings, one each way, for the temporary
