@@ -4,7 +4,8 @@
 # name is written here).  Idempotent: a second run does nothing it does not have to.
 #   maint/deps.sh           what the build and the tests need (Debian's libmpich-dev: the test
 #                           that a program built with Debian's MPICH runs on smheap;
-#                           scalapack-mpi-test: Debian's ScaLAPACK testers, built with it)
+#                           scalapack-mpi-test: Debian's ScaLAPACK testers, built with it;
+#                           libfabric-dev and libfabric-bin: the path between nodes, fi_info)
 #   maint/deps.sh --bench   only what the benchmarks add: Open MPI, Debian's MPICH (ch4),
 #                           gnuplot, Debian's jemalloc and mimalloc (bench/p2p, bench/coll,
 #                           bench/heap, bench/part)
@@ -15,7 +16,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 need_pkgs=(build-essential gfortran autoconf automake libtool pkg-config perl python3 xz-utils
-           dpkg-dev bzip2 libhwloc-dev hwloc valgrind ccache libmpich-dev scalapack-mpi-test)
+           dpkg-dev bzip2 libhwloc-dev hwloc valgrind ccache libmpich-dev scalapack-mpi-test
+           libfabric-dev libfabric-bin)
 bench_only=no
 if [ "${1:-}" = --bench ]; then
     need_pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev gnuplot-nox libjemalloc2

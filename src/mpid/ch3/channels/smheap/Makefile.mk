@@ -39,6 +39,7 @@ noinst_HEADERS +=                                          \
     $(smheap_dir)/part/smheap_part_impl.h                  \
     $(smheap_dir)/link/smheap_link.h                       \
     $(smheap_dir)/net/smheap_net.h                         \
+    $(smheap_dir)/net/smheap_net_impl.h                    \
     $(smheap_dir)/packet/smheap_packet.h                   \
     $(smheap_dir)/node/smheap_node.h                       \
     $(smheap_dir)/node/smheap_queue.h                      \
@@ -64,7 +65,9 @@ mpi_core_sources +=                                        \
     $(smheap_dir)/part/smheap_part_data.c                  \
     $(smheap_dir)/part/smheap_part_active.c                \
     $(smheap_dir)/link/smheap_link.c                       \
+    $(smheap_dir)/net/smheap_net.c                         \
     $(smheap_dir)/net/smheap_net_sock.c                    \
+    $(smheap_dir)/net/smheap_net_ofi.c                     \
     $(smheap_dir)/packet/smheap_packet.c                   \
     $(smheap_dir)/node/smheap_queue.c                      \
     $(smheap_dir)/node/smheap_doorbell.c                   \

@@ -1,6 +1,6 @@
 [#] start of __file__
-dnl ch3:smheap -- a shared-heap channel for ch3 (single-copy inside a node, sockets between
-dnl nodes).  It reuses MPICH's node-wide shared-memory helpers (src/mpid/common/shm), ch3's
+dnl ch3:smheap -- a shared-heap channel for ch3 (single-copy inside a node, libfabric or
+dnl sockets between nodes).  It reuses MPICH's node-wide shared-memory helpers (src/mpid/common/shm), ch3's
 dnl socket utilities (src/mpid/ch3/util/sock) and ch3:sock's socket layer.
 dnl MPICH_SUBCFG_BEFORE=src/mpid/common/shm
 dnl MPICH_SUBCFG_BEFORE=src/mpid/ch3/util/sock
@@ -31,6 +31,9 @@ AC_DEFUN([PAC_SUBCFG_BODY_]PAC_SUBCFG_AUTO_SUFFIX,[
             [], [with_smheap_jemalloc=no])
         AS_IF([test ! -f "$with_smheap_jemalloc/lib/libjemalloc_pic.a"],
               [AC_MSG_ERROR([ch3:smheap needs --with-smheap-jemalloc=DIR, a jemalloc build configured with --with-jemalloc-prefix=smheap_je_ (maint/setup.sh makes one)])])
+        dnl Between nodes: libfabric (Debian's libfabric-dev) beside ch3's sockets, found
+        dnl as ch3:nemesis's ofi netmod finds it (--with-ofi=DIR for another install).
+        PAC_CHECK_HEADER_LIB_FATAL(ofi, rdma/fabric.h, fabric, fi_getinfo)
         PAC_APPEND_FLAG([-I$with_smheap_jemalloc/include], [CPPFLAGS])
         SMHEAP_JEMALLOC_LIB="$with_smheap_jemalloc/lib/libjemalloc_pic.a"
     ])

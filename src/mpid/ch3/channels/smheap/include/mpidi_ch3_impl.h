@@ -29,9 +29,6 @@ int MPIDI_CH3I_Progress_init(void);
 int MPIDI_CH3I_Progress_finalize(void);
 size_t MPIDI_CH3I_Progress_spin_polls(void);
 size_t MPIDI_CH3I_Progress_spin_usec(void);
-/* Run fn(arg) with MPICH's global lock released (held recursively or not), so that the
- * application's other threads may use MPI meanwhile. */
-int MPIDI_CH3I_Without_global_lock(int (*fn) (void *), void *arg);
 
 
 /* Sending (ch3_isend.c) */

@@ -76,6 +76,9 @@ typedef struct MPIDI_CH3I_VC {
     int rbuf_posted;            /* the socket's posted read goes into rbuf */
     int recv_piece;             /* how the posted data read was cut (net/smheap_net_sock.c) */
     int send_piece;             /* how the posted data write was cut */
+    /* A rank of our job on another node reached over libfabric instead: its address and
+     * what is in flight with it (net/smheap_net_ofi.c); NULL for a socket VC. */
+    struct smheap_ofi_peer *ofi;
 } MPIDI_CH3I_VC;
 
 #define MPIDI_CH3_VC_DECL struct MPIDI_CH3I_VC ch;

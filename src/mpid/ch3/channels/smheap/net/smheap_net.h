@@ -2,8 +2,9 @@
  * ch3:smheap -- between nodes: ch3 packets to and from processes on other nodes (ranks of
  * this job there, or processes of another job), all that the rest of the channel may use
  * of net/.  The ch3 layer sends through it and its progress engine polls it; received
- * packets go to ch3 through packet/.  One implementation today, ch3's socket utilities
- * over TCP (smheap_net_sock.c); another transport goes behind the same functions.
+ * packets go to ch3 through packet/.  Two transports behind these functions: ch3's socket
+ * utilities over TCP (smheap_net_sock.c), and libfabric (smheap_net_ofi.c), chosen by
+ * MPIR_CVAR_CH3_SMHEAP_NET (smheap_net.c).
  */
 
 #ifndef SMHEAP_NET_H_INCLUDED
@@ -38,6 +39,8 @@ int MPIDI_CH3I_Net_reading_data(void);  /* a message's data is partly read */
 int MPIDI_CH3I_Net_poll_listener(void);
 int MPIDI_CH3I_Net_sleep(int timeout_ms, int *made_progress);
 void MPIDI_CH3I_Net_listen_for_wakeups(smheap_doorbell_t * bell);
+/* 1 if the ranks of our job on other nodes are reached over libfabric (for MPI_T). */
+size_t MPIDI_CH3I_Net_uses_ofi(void);
 extern int MPIDI_CH3I_Net_active;       /* in use (the job spans nodes, or another job's
                                          * process is remote): poll it */
 

@@ -12,16 +12,16 @@
  * (link/smheap_link.c), and a port of ours names our listener as well as our link address.
  *
  * Every process listens, as under ch3:sock and nemesis, since a process of a later job may
- * have to reach it; but until a connection is made (MPIDI_CH3I_Net_active unset) the
+ * have to reach it; but until a connection is made (sock_in_use unset) the
  * sockets cost a job on one node nothing: the listener is looked at only as often as the
- * links' one (MPIDI_CH3I_Net_poll_listener).  Once a connection is in use the progress
+ * links' one (MPIDI_CH3I_Netsock_poll_listener).  Once a connection is in use the progress
  * engine polls the sockets every SOCK_POLL_INTERVAL rounds and before it sleeps; an idle
  * rank then sleeps in poll() on the sockets and on a datagram socket named in its
  * doorbells, so that a local peer's ring (which sends that socket a byte when its owner
  * sleeps) and a remote packet both wake it.
  */
 
-#include "smheap_net.h"
+#include "smheap_net_impl.h"
 #include "smheap_packet.h"
 #include "smheap_mpit.h"
 #include "ch3usock.h"
@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 MPIDI_CH3I_Sock_set_t MPIDI_CH3I_sock_set;     /* util/sock connects through this set */
-int MPIDI_CH3I_Net_active;
+static int sock_in_use;          /* a connection is made (or the job spans nodes over TCP) */
 static int sockpath_open;       /* the set, the listener and the wake socket are there */
 
 static int wake_fd = -1;        /* our doorbells' datagram socket */
@@ -79,15 +79,15 @@ static int open_wake_socket(void)
     goto fn_exit;
 }
 
-void MPIDI_CH3I_Net_vc_init(MPIDI_VC_t * vc)
+void MPIDI_CH3I_Netsock_vc_init(MPIDI_VC_t * vc)
 {
     vc->ch.state = MPIDI_CH3I_VC_STATE_UNCONNECTED;
     vc->ch.sock = MPIDI_CH3I_SOCK_INVALID_SOCK;
     vc->ch.conn = NULL;
 }
 
-/* spans_nodes: ranks of our job are on other nodes, so the sockets are in use at once. */
-int MPIDI_CH3I_Net_init(int spans_nodes)
+/* in_use: ranks of our job on other nodes talk through sockets, which are in use at once. */
+int MPIDI_CH3I_Netsock_init(int in_use)
 {
     int mpi_errno = MPI_SUCCESS;
 
@@ -102,7 +102,9 @@ int MPIDI_CH3I_Net_init(int spans_nodes)
     mpi_errno = open_wake_socket();
     MPIR_ERR_CHECK(mpi_errno);
     sockpath_open = 1;
-    MPIDI_CH3I_Net_active = spans_nodes;
+    sock_in_use = in_use;
+    if (in_use)
+        MPIDI_CH3I_Net_active = 1;
 
   fn_exit:
     MPIR_FUNC_EXIT;
@@ -111,8 +113,18 @@ int MPIDI_CH3I_Net_init(int spans_nodes)
     goto fn_exit;
 }
 
+int MPIDI_CH3I_Netsock_in_use(void)
+{
+    return sock_in_use;
+}
+
+int MPIDI_CH3I_Netsock_wake_fd(void)
+{
+    return wake_fd;
+}
+
 /* Our listener's address, for the business card the job publishes. */
-int MPIDI_CH3I_Net_add_card(int pg_rank, char **card, int *room)
+int MPIDI_CH3I_Netsock_add_card(int pg_rank, char **card, int *room)
 {
     if (!sockpath_open)
         return MPI_SUCCESS;
@@ -121,13 +133,13 @@ int MPIDI_CH3I_Net_add_card(int pg_rank, char **card, int *room)
 
 /* A doorbell of ours: when it is rung while we sleep in poll(), the ringer also sends our
  * wake socket a byte. */
-void MPIDI_CH3I_Net_listen_for_wakeups(smheap_doorbell_t * bell)
+void MPIDI_CH3I_Netsock_listen_for_wakeups(smheap_doorbell_t * bell)
 {
     if (MPIDI_CH3I_Net_active && bell->wake_socket[0] == '\0')
         smheap_doorbell_set_wake_socket(bell, wake_name);
 }
 
-int MPIDI_CH3I_Net_finalize(void)
+int MPIDI_CH3I_Netsock_finalize(void)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_CH3I_Connection_t *conn = NULL;
@@ -136,7 +148,7 @@ int MPIDI_CH3I_Net_finalize(void)
 
     if (!sockpath_open)
         goto fn_exit;
-    MPIDI_CH3I_Net_active = 1;     /* the listener's close is an event to wait for */
+    sock_in_use = 1;    /* the listener's close is an event to wait for */
     mpi_errno = MPIDU_CH3I_ShutdownListener();
     MPIR_ERR_CHECK(mpi_errno);
     /* the wake socket is closed with the others; it has no connection to close */
@@ -153,7 +165,7 @@ int MPIDI_CH3I_Net_finalize(void)
     MPIDI_CH3I_Sock_finalize();
     wake_fd = -1;
     sockpath_open = 0;
-    MPIDI_CH3I_Net_active = 0;
+    sock_in_use = 0;
 
   fn_exit:
     MPIR_FUNC_EXIT;
@@ -164,15 +176,16 @@ int MPIDI_CH3I_Net_finalize(void)
 
 /* A VC of another job on another node (its card names another node): it sends through its
  * socket from now on, connecting at its first message. */
-void MPIDI_CH3I_Net_adopt(MPIDI_VC_t * vc)
+void MPIDI_CH3I_Netsock_adopt(MPIDI_VC_t * vc)
 {
     vc->ch.remote = TRUE;
+    sock_in_use = 1;
     MPIDI_CH3I_Net_active = 1;
 }
 
 /* The temporary VC of MPI_Comm_connect to a port on another node: ch3's socket utilities
  * connect to the listener the port names and tell it which port. */
-int MPIDI_CH3I_Net_connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc)
+int MPIDI_CH3I_Netsock_connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc)
 {
     int mpi_errno = MPI_SUCCESS;
 
@@ -181,7 +194,7 @@ int MPIDI_CH3I_Net_connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc)
     mpi_errno = MPIDI_CH3I_Connect_to_root_sock(port_name, new_vc);
     MPIR_ERR_CHECK(mpi_errno);
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_connects, 1);
-    MPIDI_CH3I_Net_adopt(*new_vc);
+    MPIDI_CH3I_Netsock_adopt(*new_vc);
 
   fn_exit:
     return mpi_errno;
@@ -402,6 +415,8 @@ static int send_or_queue(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov
     sendq_enqueue(vc, sreq);
     if (vc->ch.state == MPIDI_CH3I_VC_STATE_UNCONNECTED) {
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_connects, 1);
+        sock_in_use = 1;
+        MPIDI_CH3I_Net_active = 1;
         mpi_errno = MPIDI_CH3I_VC_post_sockconnect(vc);
     } else
         mpi_errno = post_head(vc);
@@ -413,7 +428,7 @@ static int send_or_queue(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov
     goto fn_exit;
 }
 
-int MPIDI_CH3I_Net_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov,
+int MPIDI_CH3I_Netsock_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov,
                                int n_iov)
 {
     MPIR_Request *queued;
@@ -421,14 +436,14 @@ int MPIDI_CH3I_Net_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *io
     return send_or_queue(vc, sreq, iov, n_iov, &queued);
 }
 
-int MPIDI_CH3I_Net_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
+int MPIDI_CH3I_Netsock_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
                                    MPIR_Request ** sreq_ptr)
 {
     return send_or_queue(vc, NULL, iov, n_iov, sreq_ptr);
 }
 
 /* ch3 is done with a VC on another node (the close protocol is over). */
-int MPIDI_CH3I_Net_terminate(MPIDI_VC_t * vc)
+int MPIDI_CH3I_Netsock_terminate(MPIDI_VC_t * vc)
 {
     MPIDI_CH3I_Connection_t *conn = vc->ch.conn;
 
@@ -488,15 +503,6 @@ static size_t take_buffered(MPIR_Request * rreq, const char *buf, size_t len)
     return taken;
 }
 
-/* ch3's packets, and those of the channel's that may cross nodes (partitioned
- * communication; the single-copy ones name heap addresses, which mean nothing there). */
-static int travels_on_sockets(int type)
-{
-    return (type >= 0 && type < MPIDI_CH3_PKT_END_CH3) ||
-        type == MPIDI_CH3I_SMHEAP_PKT_PART_INIT || type == MPIDI_CH3I_SMHEAP_PKT_PART_CTS ||
-        type == MPIDI_CH3I_SMHEAP_PKT_PART_DATA;
-}
-
 /* A packet's header is in conn->pkt: call its handler with the len bytes after it in buf;
  * *used: how many of them it took, *rreq: a request for data still to come. */
 static int call_handler(MPIDI_CH3I_Connection_t * conn, char *buf, size_t len, size_t *used,
@@ -505,7 +511,7 @@ static int call_handler(MPIDI_CH3I_Connection_t * conn, char *buf, size_t len, s
     int mpi_errno = MPI_SUCCESS;
     intptr_t buflen = (intptr_t) len;
 
-    MPIR_ERR_CHKANDJUMP1(!travels_on_sockets(conn->pkt.type), mpi_errno, MPI_ERR_INTERN,
+    MPIR_ERR_CHKANDJUMP1(!MPIDI_CH3I_Net_packet_travels(conn->pkt.type), mpi_errno, MPI_ERR_INTERN,
                          "**ch3|sock|badpacket", "**ch3|sock|badpacket %d", conn->pkt.type);
     *rreq = NULL;
     mpi_errno = MPIDI_CH3I_pkt_handlers[conn->pkt.type] (conn->vc, &conn->pkt,
@@ -543,7 +549,7 @@ static void end_data_read(MPIDI_CH3I_Connection_t * conn)
 
 /* Is a message's data partly read?  Its next piece comes as the socket fills, and looking
  * less often lets more of it come with each read. */
-int MPIDI_CH3I_Net_reading_data(void)
+int MPIDI_CH3I_Netsock_reading_data(void)
 {
     return data_reads > 0;
 }
@@ -829,7 +835,8 @@ static int handle_event_within(int timeout_ms, int *made_progress)
     MPIR_ERR_CHECK(mpi_errno);
     if (event.user_ptr != &wake_fd) {
         *made_progress = TRUE;
-        MPIDI_CH3I_Net_active = 1;        /* a connection came: the sockets are in use */
+        sock_in_use = 1;        /* a connection came: the sockets are in use */
+        MPIDI_CH3I_Net_active = 1;
     }
 
   fn_exit:
@@ -839,24 +846,24 @@ static int handle_event_within(int timeout_ms, int *made_progress)
     goto fn_exit;
 }
 
-int MPIDI_CH3I_Net_poll(int *made_progress)
+int MPIDI_CH3I_Netsock_poll(int *made_progress)
 {
     return handle_event_within(0, made_progress);
 }
 
 /* While no socket is in use: has a process of another node connected to our listener? */
-int MPIDI_CH3I_Net_poll_listener(void)
+int MPIDI_CH3I_Netsock_poll_listener(void)
 {
     int made_progress = FALSE;
 
-    if (!sockpath_open || MPIDI_CH3I_Net_active)
+    if (!sockpath_open || sock_in_use)
         return MPI_SUCCESS;
     return handle_event_within(0, &made_progress);
 }
 
 /* Sleep until a socket has something or a doorbell of ours is rung (at most timeout_ms).
  * The socket layer releases MPICH's global lock while it waits. */
-int MPIDI_CH3I_Net_sleep(int timeout_ms, int *made_progress)
+int MPIDI_CH3I_Netsock_sleep(int timeout_ms, int *made_progress)
 {
     return handle_event_within(timeout_ms, made_progress);
 }

@@ -1,6 +1,7 @@
 /*
  * ch3:smheap -- ch3's packets into a VC, whichever transport carried them: the handler
- * table, and received bytes handed to ch3's handlers and receive requests.
+ * table, and received bytes handed to ch3's handlers and receive requests; and what every
+ * transport's wait needs (waking a sleeping thread, releasing MPICH's global lock).
  */
 
 #include "smheap_packet.h"
@@ -23,3 +24,29 @@ void MPIDI_CH3I_Progress_wakeup(void)
         MPIDI_CH3I_Smheap_wake(smheap_queue.my_rank);
 }
 #endif
+
+/* MPICH's global lock may be held recursively; release it for the duration of fn(arg), as
+ * MPIDU_Thread_yield does around its yield, so the application's other threads can use MPI
+ * meanwhile (and ring us). */
+int MPIDI_CH3I_Without_global_lock(int (*fn) (void *), void *arg)
+{
+#if defined(MPICH_IS_THREADED) && MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__GLOBAL
+    if (MPIR_ThreadInfo.isThreaded) {
+        MPID_Thread_mutex_t *m = &MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX;
+        int count = m->count, lock_err = 0, ret;
+        MPL_thread_id_t owner = m->owner;
+
+        m->count = 0;
+        m->owner = 0;
+        MPIDU_Thread_mutex_unlock(m, &lock_err);
+        MPIR_Assert(lock_err == 0);
+        ret = fn(arg);
+        MPIDU_Thread_mutex_lock(m, &lock_err, MPL_THREAD_PRIO_LOW);
+        MPIR_Assert(lock_err == 0 && m->count == 0);
+        m->count = count;
+        m->owner = owner;
+        return ret;
+    }
+#endif
+    return fn(arg);
+}

@@ -149,4 +149,8 @@ static inline MPIR_Request *MPIDI_CH3I_Sendq_dequeue(MPIDI_VC_t * vc)
     return sreq;
 }
 
+/* Run fn(arg) with MPICH's global lock released (held recursively or not), so that the
+ * application's other threads may use MPI meanwhile. */
+int MPIDI_CH3I_Without_global_lock(int (*fn) (void *), void *arg);
+
 #endif /* SMHEAP_PACKET_H_INCLUDED */

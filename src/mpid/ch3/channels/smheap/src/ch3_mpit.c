@@ -198,6 +198,23 @@ static void register_waiting(void)
             "waits that stopped spinning because more threads were runnable than the CPUs");
     COUNTER(smheap_remote_wakeups, MPI_T_VERBOSITY_USER_DETAIL,
             "times a local peer woke this rank from a sleep in poll() on its sockets");
+    LEVEL(smheap_net_ofi, MPIDI_CH3I_Net_uses_ofi, get_by_call,
+          "1 if the ranks of this job on other nodes are reached over libfabric "
+          "(MPIR_CVAR_CH3_SMHEAP_NET), 0 if over TCP sockets");
+    COUNTER(smheap_net_ofi_data_msgs, MPI_T_VERBOSITY_USER_BASIC,
+            "libfabric messages this rank sent that carried ch3's bytes themselves (copied)");
+    COUNTER(smheap_net_ofi_read_msgs, MPI_T_VERBOSITY_USER_BASIC,
+            "libfabric messages this rank sent that named data for the receiver to read "
+            "with RDMA");
+    COUNTER(smheap_net_ofi_reads, MPI_T_VERBOSITY_USER_BASIC,
+            "RDMA reads this rank made of other ranks' data (one per contiguous piece)");
+    COUNTER(smheap_net_ofi_read_bytes, MPI_T_VERBOSITY_USER_BASIC, "bytes those reads moved");
+    COUNTER(smheap_net_heap_registrations, MPI_T_VERBOSITY_USER_BASIC,
+            "registrations of the node's shared heap with the libfabric provider (one, at "
+            "MPI_Init)");
+    COUNTER(smheap_net_registrations, MPI_T_VERBOSITY_USER_BASIC,
+            "registrations of buffers outside the shared heap with the libfabric provider, "
+            "one per message piece (none for heap buffers)");
     LEVEL(smheap_spin_polls, MPIDI_CH3I_Progress_spin_polls, get_by_call,
           "polls a waiting rank spins before it yields the CPU "
           "(MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS, or the automatic choice: 0, or so many that "
