@@ -21,6 +21,8 @@
  *         request.  Nothing else goes to that peer until the ACK, so ch3's order holds
  *         (and a reload may reuse its buffer), and the receiver holds back what arrives
  *         from that peer while it reads.
+ * A sequence number per pair puts the messages back in the order they were sent: a
+ * provider may complete a large message after the small ones behind it.
  */
 
 #include "smheap_net_impl.h"
@@ -47,7 +49,10 @@ enum op_kind { OP_SEND = 1, OP_RECV, OP_READ };
 
 typedef struct hdr {
     uint32_t src;               /* the sender's rank in our job */
-    uint32_t kind;              /* enum msg_kind */
+    uint16_t kind;              /* enum msg_kind */
+    uint16_t pad;
+    uint32_t seq;               /* the sender's count of messages to us */
+    uint32_t pad2;
     uint64_t cookie;            /* READ and its ACK: the sender's request */
 } hdr_t;
 
@@ -72,6 +77,11 @@ typedef struct buf {
     struct buf *next;
     MPIDI_VC_t *vc;
     size_t len;
+    /* a READ's request and its data's registrations outside the heap, the peer's to keep
+     * from the READ's posting to its ACK */
+    MPIR_Request *sreq;
+    struct fid_mr *mrs[MAX_SEGS];
+    int n_mrs;
     char data[BUF_BYTES] __attribute__ ((aligned(64)));
 } buf_t;
 
@@ -95,11 +105,13 @@ typedef struct smheap_ofi_peer {
     int failed;
     /* sending: messages not handed to the provider yet, in order */
     buf_t *out_head, *out_tail;
+    buf_t *ctl_head;            /* ACKs, which go before ch3's messages */
     int out_stalled;            /* the provider said EAGAIN: on stalled_peers */
     struct smheap_ofi_peer *next_stalled;
+    uint32_t send_seq;
     int awaiting_ack;           /* a READ went: nothing more until its ACK */
-    MPIR_Request *read_sreq;
-    struct fid_mr *read_mrs[MAX_SEGS];  /* its data's registrations outside the heap */
+    MPIR_Request *read_sreq;    /* its request and registrations */
+    struct fid_mr *read_mrs[MAX_SEGS];
     int n_read_mrs;
     /* receiving: a READ being served */
     int reading;
@@ -109,7 +121,10 @@ typedef struct smheap_ofi_peer {
     uint64_t seg_off;
     int reads_out;
     int reads_stalled;          /* a read was refused with EAGAIN: retried by poll */
-    buf_t *held_head, *held_tail;       /* arrived while reading: handled after */
+    /* received, not handled yet: out of order (a provider completes a large message after
+     * the small ones behind it), or behind the READ being served; sorted by seq */
+    buf_t *pending;
+    uint32_t recv_seq;          /* the next to handle */
 } smheap_ofi_peer_t;
 
 static struct {
@@ -142,7 +157,7 @@ static struct {
     int polling;
 } ofi = {.wait_fd = -1 };
 
-static int handle_msg(MPIDI_VC_t * vc, buf_t * buf);
+static int deliver(MPIDI_VC_t * vc);
 static int read_more(MPIDI_VC_t * vc);
 
 /* ------------------------------------------------------------------------------------ */
@@ -509,16 +524,6 @@ int MPIDI_CH3I_Netofi_claim(MPIDI_VC_t * vc)
 /* ------------------------------------------------------------------------------------ */
 /* Sending                                                                              */
 
-static void append_out(smheap_ofi_peer_t * peer, buf_t * b)
-{
-    b->next = NULL;
-    if (peer->out_tail)
-        peer->out_tail->next = b;
-    else
-        peer->out_head = b;
-    peer->out_tail = b;
-}
-
 static int peer_lost(MPIDI_VC_t * vc, int ret)
 {
     vc->ch.ofi->failed = 1;
@@ -529,34 +534,56 @@ static int peer_lost(MPIDI_VC_t * vc, int ret)
                                 "**smheap_ofi_lost %d %s", vc->pg_rank, fi_strerror(ret));
 }
 
-/* Hand the peer's queued messages to the provider, up to a READ (then wait for its ACK) or
- * until it says EAGAIN (then poll tries again). */
+/* Hand one message to the provider: 0, or -FI_EAGAIN (then poll tries again), or the
+ * error that lost the peer. */
+static int post_send(MPIDI_VC_t * vc, buf_t * b)
+{
+    smheap_ofi_peer_t *peer = vc->ch.ofi;
+    hdr_t *h = (hdr_t *) b->data;
+    ssize_t ret;
+
+    h->seq = peer->send_seq;
+    ret = fi_send(ofi.ep, b->data, b->len, buf_desc(b), peer->addr, &b->ctx);
+    if (ret == -FI_EAGAIN && !peer->out_stalled) {
+        peer->out_stalled = 1;
+        peer->next_stalled = ofi.stalled_peers;
+        ofi.stalled_peers = peer;
+    }
+    if (ret == 0) {
+        ofi.sends_out++;
+        peer->send_seq++;
+    }
+    return (int) ret;
+}
+
+/* Hand the peer's queued messages to the provider: ACKs first (they are not part of ch3's
+ * stream, and a peer waiting for ours may be what we wait for), then ch3's, up to a READ
+ * (then wait for its ACK). */
 static int flush_out(MPIDI_VC_t * vc)
 {
     smheap_ofi_peer_t *peer = vc->ch.ofi;
+    int ret = 0;
 
-    while (peer->out_head != NULL && !peer->awaiting_ack) {
+    while (peer->ctl_head != NULL && (ret = post_send(vc, peer->ctl_head)) == 0)
+        peer->ctl_head = peer->ctl_head->next;
+    while (ret == 0 && peer->ctl_head == NULL && peer->out_head != NULL && !peer->awaiting_ack) {
         buf_t *b = peer->out_head;
-        const hdr_t *h = (const hdr_t *) b->data;
-        ssize_t ret = fi_send(ofi.ep, b->data, b->len, buf_desc(b), peer->addr, &b->ctx);
 
-        if (ret == -FI_EAGAIN) {
-            if (!peer->out_stalled) {
-                peer->out_stalled = 1;
-                peer->next_stalled = ofi.stalled_peers;
-                ofi.stalled_peers = peer;
-            }
-            return MPI_SUCCESS;
-        }
+        ret = post_send(vc, b);
         if (ret != 0)
-            return peer_lost(vc, (int) -ret);
+            break;
         peer->out_head = b->next;
         if (peer->out_head == NULL)
             peer->out_tail = NULL;
-        ofi.sends_out++;
-        if (h->kind == MSG_READ)
+        if (((hdr_t *) b->data)->kind == MSG_READ) {
             peer->awaiting_ack = 1;
+            peer->read_sreq = b->sreq;
+            memcpy(peer->read_mrs, b->mrs, b->n_mrs * sizeof(b->mrs[0]));
+            peer->n_read_mrs = b->n_mrs;
+        }
     }
+    if (ret != 0 && ret != -FI_EAGAIN)
+        return peer_lost(vc, -ret);
     return MPI_SUCCESS;
 }
 
@@ -573,6 +600,8 @@ static buf_t *new_msg(MPIDI_VC_t * vc, int kind, uint64_t cookie)
     h->cookie = cookie;
     b->vc = vc;
     b->len = sizeof(hdr_t);
+    b->sreq = NULL;
+    b->n_mrs = 0;
     return b;
 }
 
@@ -607,7 +636,6 @@ static buf_t *data_msg(MPIDI_VC_t * vc, const struct iovec *iov, int n)
 static buf_t *read_msg(MPIDI_VC_t * vc, MPIR_Request * sreq, const struct iovec *iov, int n,
                        int has_pkt)
 {
-    smheap_ofi_peer_t *peer = vc->ch.ofi;
     buf_t *b = new_msg(vc, MSG_READ, (uint64_t) (uintptr_t) sreq);
     read_desc_t *d;
     seg_t *segs;
@@ -624,7 +652,6 @@ static buf_t *read_msg(MPIDI_VC_t * vc, MPIR_Request * sreq, const struct iovec 
         b->len += sizeof(MPIDI_CH3_Pkt_t);
     }
     segs = (seg_t *) (b->data + b->len);
-    peer->n_read_mrs = 0;
     for (i = first; i < n; i++) {
         seg_t *s = &segs[d->nseg];
 
@@ -640,20 +667,20 @@ static buf_t *read_msg(MPIDI_VC_t * vc, MPIR_Request * sreq, const struct iovec 
             MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_net_registrations, 1);
             if (mr_register(iov[i].iov_base, iov[i].iov_len, FI_REMOTE_READ, &mr) != 0)
                 goto fail;
-            peer->read_mrs[peer->n_read_mrs++] = mr;
+            b->mrs[b->n_mrs++] = mr;
             s->addr = remote_addr(iov[i].iov_base, (uintptr_t) iov[i].iov_base);
             s->key = fi_mr_key(mr);
         }
         d->nseg++;
     }
     b->len += d->nseg * sizeof(seg_t);
-    peer->read_sreq = sreq;
+    b->sreq = sreq;
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_net_ofi_read_msgs, 1);
     return b;
 
   fail:
-    while (peer->n_read_mrs > 0)
-        fi_close(&peer->read_mrs[--peer->n_read_mrs]->fid);
+    while (b->n_mrs > 0)
+        fi_close(&b->mrs[--b->n_mrs]->fid);
     put_buf(b);
     return NULL;
 }
@@ -819,23 +846,19 @@ static int end_read(MPIDI_VC_t * vc)
 {
     int mpi_errno = MPI_SUCCESS;
     smheap_ofi_peer_t *peer = vc->ch.ofi;
-    buf_t *ack = new_msg(vc, MSG_ACK, peer->read_cookie);
+    buf_t *ack = new_msg(vc, MSG_ACK, peer->read_cookie), **at;
 
     MPIR_ERR_CHKANDJUMP(ack == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
     peer->reading = 0;
     ofi.reading_peers--;
-    append_out(peer, ack);
+    for (at = &peer->ctl_head; *at != NULL; at = &(*at)->next)
+        continue;
+    ack->next = NULL;
+    *at = ack;
     mpi_errno = flush_out(vc);
     MPIR_ERR_CHECK(mpi_errno);
-    while (!peer->reading && peer->held_head != NULL) {
-        buf_t *b = peer->held_head;
-
-        peer->held_head = b->next;
-        if (peer->held_head == NULL)
-            peer->held_tail = NULL;
-        mpi_errno = handle_msg(vc, b);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
+    mpi_errno = deliver(vc);
+    MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
     return mpi_errno;
@@ -1023,11 +1046,35 @@ static int handle_msg(MPIDI_VC_t * vc, buf_t * b)
     goto fn_exit;
 }
 
+/* Handle the peer's received messages in the order it sent them, while no READ of its is
+ * being served. */
+static int deliver(MPIDI_VC_t * vc)
+{
+    int mpi_errno = MPI_SUCCESS;
+    smheap_ofi_peer_t *peer = vc->ch.ofi;
+
+    while (!peer->reading && peer->pending != NULL &&
+           ((hdr_t *) peer->pending->data)->seq == peer->recv_seq) {
+        buf_t *b = peer->pending;
+
+        peer->pending = b->next;
+        peer->recv_seq++;
+        mpi_errno = handle_msg(vc, b);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 static int received(buf_t * b, size_t len)
 {
     const hdr_t *h = (const hdr_t *) b->data;
     MPIDI_VC_t *vc;
     smheap_ofi_peer_t *peer;
+    buf_t **at;
 
     b->len = len;
     if (len < sizeof(hdr_t) || h->src >= (uint32_t) MPIDI_Process.my_pg->size)
@@ -1038,16 +1085,13 @@ static int received(buf_t * b, size_t len)
         return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_FATAL, __func__, __LINE__,
                                     MPI_ERR_INTERN, "**smheap_ofi_recv", NULL);
     peer = vc->ch.ofi;
-    if (peer->reading || peer->held_head != NULL) {
-        b->next = NULL;
-        if (peer->held_tail)
-            peer->held_tail->next = b;
-        else
-            peer->held_head = b;
-        peer->held_tail = b;
-        return MPI_SUCCESS;
-    }
-    return handle_msg(vc, b);
+    /* sequence numbers wrap: compare by difference */
+    for (at = &peer->pending; *at != NULL &&
+         (int32_t) (((hdr_t *) (*at)->data)->seq - h->seq) < 0; at = &(*at)->next)
+        continue;
+    b->next = *at;
+    *at = b;
+    return deliver(vc);
 }
 
 /* ------------------------------------------------------------------------------------ */
