@@ -149,6 +149,7 @@ int MPIDI_CH3I_Netsock_finalize(void)
     if (!sockpath_open)
         goto fn_exit;
     sock_in_use = 1;    /* the listener's close is an event to wait for */
+    MPIDI_CH3I_Net_active = 1;
     mpi_errno = MPIDU_CH3I_ShutdownListener();
     MPIR_ERR_CHECK(mpi_errno);
     /* the wake socket is closed with the others; it has no connection to close */
