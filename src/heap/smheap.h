@@ -54,6 +54,11 @@ size_t smheap_in_use(void);
 /* Serve every later allocation from glibc; blocks already in the heap are still freed
  * into it. */
 void smheap_disable(void);
+/* The calling thread's allocations come from glibc until the matching smheap_private_end
+ * (they nest): for a library's own memory, which need not take room in the shared heap
+ * (a network provider's buffer pools). */
+void smheap_private_begin(void);
+void smheap_private_end(void);
 
 /* The region this rank is mapped to: base address, size and the job key every rank of
  * the job shares.  0 while the heap is on, -1 otherwise. */

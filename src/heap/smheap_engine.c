@@ -315,7 +315,8 @@ static inline struct smheap_engine_thread *me(void)
 static void thread_exit(void *unused)
 {
     (void) unused;
-    if (me()->phase == SMHEAP_THREAD_BOUND)
+    if (me()->phase == SMHEAP_THREAD_BOUND ||
+        (me()->phase == SMHEAP_THREAD_PRIVATE && me()->phase_outside == SMHEAP_THREAD_BOUND))
         smheap_je_mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
     me()->phase = SMHEAP_THREAD_EXITED;
 }
@@ -360,7 +361,7 @@ static void *alloc_large(size_t size, int flags)
 
 static void *alloc_slowly(size_t size, int flags)
 {
-    if (me()->phase == SMHEAP_THREAD_EXITED)
+    if (me()->phase == SMHEAP_THREAD_EXITED || me()->phase == SMHEAP_THREAD_PRIVATE)
         return NULL;
     if (me()->phase == SMHEAP_THREAD_NEW)
         thread_start();
@@ -390,7 +391,7 @@ void *smheap_engine_resize(void *p, size_t size)
     unsigned arena;
     void *q;
 
-    if (me()->phase == SMHEAP_THREAD_EXITED)
+    if (me()->phase == SMHEAP_THREAD_EXITED || me()->phase == SMHEAP_THREAD_PRIVATE)
         return NULL;
     if (me()->phase == SMHEAP_THREAD_NEW)
         thread_start();
@@ -428,9 +429,28 @@ size_t smheap_engine_usable_size(const void *p)
     return smheap_je_sallocx(p, 0);
 }
 
-int smheap_engine_thread_exited(void)
+int smheap_engine_thread_elsewhere(void)
 {
-    return me()->phase == SMHEAP_THREAD_EXITED;
+    return me()->phase == SMHEAP_THREAD_EXITED || me()->phase == SMHEAP_THREAD_PRIVATE;
+}
+
+/* A library's own memory (a network provider's buffer pools) is not the application's and
+ * need not be shared: it would only take room in the slice.  Blocks allocated meanwhile are
+ * glibc's, and their free() goes there wherever it is called. */
+void smheap_engine_private_begin(void)
+{
+    if (me()->private_depth++ == 0) {
+        me()->phase_outside = me()->phase;
+        if (me()->phase != SMHEAP_THREAD_EXITED)
+            me()->phase = SMHEAP_THREAD_PRIVATE;
+    }
+}
+
+void smheap_engine_private_end(void)
+{
+    if (me()->private_depth > 0 && --me()->private_depth == 0 &&
+        me()->phase == SMHEAP_THREAD_PRIVATE)
+        me()->phase = me()->phase_outside;
 }
 
 /* jemalloc's count of active pages in the slice's arenas, refreshed. */

@@ -41,16 +41,23 @@ size_t smheap_engine_in_use(void);
 /* Bytes of the slice committed in tmpfs (0 before the heap starts). */
 size_t smheap_engine_committed(void);
 
-/* 1 if the calling thread has run its thread-exit handlers (it allocates from glibc). */
-int smheap_engine_thread_exited(void);
+/* 1 if the calling thread allocates from glibc for now: it has run its thread-exit
+ * handlers, or is between smheap_private_begin and _end. */
+int smheap_engine_thread_elsewhere(void);
+
+/* The calling thread allocates from glibc until the matching _end (they nest). */
+void smheap_engine_private_begin(void);
+void smheap_engine_private_end(void);
 
 /* The calling thread's state (see smheap_tls.c).  Its first allocation binds it to one
  * of the small arenas; after its thread-exit handlers it allocates from glibc. */
 enum smheap_thread_phase { SMHEAP_THREAD_NEW, SMHEAP_THREAD_STARTING, SMHEAP_THREAD_BOUND,
-    SMHEAP_THREAD_EXITED
+    SMHEAP_THREAD_EXITED, SMHEAP_THREAD_PRIVATE
 };
 struct smheap_engine_thread {
     unsigned char phase;
+    unsigned char phase_outside;        /* the phase to go back to after PRIVATE */
+    unsigned short private_depth;
     unsigned arena;
 };
 extern __thread struct smheap_engine_thread smheap_engine_thread

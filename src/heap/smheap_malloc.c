@@ -139,7 +139,7 @@ static void *heap_alloc(size_t size, size_t alignment, int zero)
     void *p = smheap_engine_alloc(size, alignment, zero && !under_valgrind);
 
     if (__builtin_expect(p == NULL, 0)) {
-        smheap_count(smheap_engine_thread_exited() ? SMHEAP_GLIBC_OFF : SMHEAP_GLIBC_FULL, 1);
+        smheap_count(smheap_engine_thread_elsewhere() ? SMHEAP_GLIBC_OFF : SMHEAP_GLIBC_FULL, 1);
         return NULL;
     }
     if (__builtin_expect(under_valgrind, 0)) {
@@ -380,6 +380,16 @@ void smheap_disable(void)
     atomic_store_explicit(&heap_fast, 0, memory_order_relaxed);
     if (atomic_compare_exchange_strong(&state, &expected, HEAP_OFF))
         snprintf(off_reason, sizeof(off_reason), "turned off after it started");
+}
+
+void smheap_private_begin(void)
+{
+    smheap_engine_private_begin();
+}
+
+void smheap_private_end(void)
+{
+    smheap_engine_private_end();
 }
 
 int smheap_region_identity(uintptr_t * base, size_t * size, const char **job_key)

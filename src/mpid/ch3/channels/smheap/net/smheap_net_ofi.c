@@ -38,6 +38,11 @@
 #include <poll.h>
 
 #define OFI_API FI_VERSION(1, 10)
+
+/* libfabric's own memory (its providers' buffer pools and connections, about 100 MiB with
+ * tcp;ofi_rxm) comes from glibc: it is not the application's and would only take room in
+ * the shared heap.  Around every call that may allocate. */
+#define PRIVATELY(stmt_) do { smheap_private_begin(); stmt_; smheap_private_end(); } while (0)
 #define BUF_BYTES (64 * 1024)           /* a message's bytes: largest DATA, any READ */
 #define RECV_BUFS 32                    /* receives kept posted */
 #define SEND_BUFS_PER_SLAB 16
@@ -218,8 +223,10 @@ static struct fi_info *choose_provider(struct fi_info *list, int required, char 
 
 static int mr_register(void *base, size_t len, uint64_t access, struct fid_mr **mr)
 {
-    int ret = fi_mr_reg(ofi.domain, base, len, access, 0, ofi.next_key++, 0, mr, NULL);
+    int ret;
 
+    smheap_private_begin();
+    ret = fi_mr_reg(ofi.domain, base, len, access, 0, ofi.next_key++, 0, mr, NULL);
     if (ret == 0 && ofi.mr_endpoint) {
         ret = fi_mr_bind(*mr, &ofi.ep->fid, 0);
         if (ret == 0)
@@ -227,6 +234,7 @@ static int mr_register(void *base, size_t len, uint64_t access, struct fid_mr **
         if (ret != 0)
             fi_close(&(*mr)->fid);
     }
+    smheap_private_end();
     return ret;
 }
 
@@ -335,9 +343,11 @@ static int post_recv(buf_t * b)
     int ret;
 
     b->op = OP_RECV;
+    smheap_private_begin();
     do {
         ret = (int) fi_recv(ofi.ep, b->data, BUF_BYTES, buf_desc(b), FI_ADDR_UNSPEC, &b->ctx);
     } while (ret == -FI_EAGAIN && fi_cq_read(ofi.cq, NULL, 0) >= -FI_EAGAIN);
+    smheap_private_end();
     return ret;
 }
 
@@ -434,7 +444,7 @@ int MPIDI_CH3I_Netofi_init(int required)
     int ret;
 
     MPIR_ERR_CHKANDJUMP(hints == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    ret = fi_getinfo(OFI_API, NULL, NULL, 0, hints, &list);
+    PRIVATELY(ret = fi_getinfo(OFI_API, NULL, NULL, 0, hints, &list));
     chosen = ret == 0 ? choose_provider(list, required, why, sizeof(why)) : NULL;
     if (chosen == NULL) {
         if (MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE && MPIR_Process.rank == 0)
@@ -445,7 +455,7 @@ int MPIDI_CH3I_Netofi_init(int required)
                              fi_provider ? fi_provider : "(unset)");
         goto fn_exit;
     }
-    ofi.info = fi_dupinfo(chosen);
+    PRIVATELY(ofi.info = fi_dupinfo(chosen));
     MPIR_ERR_CHKANDJUMP(ofi.info == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
     ofi.mr_local = (ofi.info->domain_attr->mr_mode & FI_MR_LOCAL) != 0 ||
         (ofi.info->mode & FI_LOCAL_MR) != 0;
@@ -457,7 +467,7 @@ int MPIDI_CH3I_Netofi_init(int required)
     ofi.max_msg = ofi.info->ep_attr->max_msg_size;
     ofi.next_key = 1;
 
-    ret = open_endpoint();
+    PRIVATELY(ret = open_endpoint());
     if (ret == 0)
         ret = register_heap();
     if (ret == 0)
@@ -496,6 +506,14 @@ int MPIDI_CH3I_Netofi_add_card(char **card, int *room)
                              "**buscard_len", NULL);
 }
 
+static int insert_address(const void *name, fi_addr_t * addr)
+{
+    int ret;
+
+    PRIVATELY(ret = fi_av_insert(ofi.av, name, 1, addr, 0, NULL));
+    return ret == 1;
+}
+
 int MPIDI_CH3I_Netofi_claim(MPIDI_VC_t * vc)
 {
     char card[1024], prov[128], name[NAME_MAX_BYTES];
@@ -508,7 +526,7 @@ int MPIDI_CH3I_Netofi_claim(MPIDI_VC_t * vc)
         MPL_str_get_string_arg(card, "ofi_prov", prov, sizeof(prov)) != MPL_SUCCESS ||
         strcmp(prov, ofi.info->fabric_attr->prov_name) != 0 ||
         MPL_str_get_binary_arg(card, "ofi_addr", name, sizeof(name), &namelen) != MPL_SUCCESS ||
-        fi_av_insert(ofi.av, name, 1, &addr, 0, NULL) != 1)
+        !insert_address(name, &addr))
         return 0;
     peer = MPL_calloc(1, sizeof(*peer), MPL_MEM_OTHER);
     if (peer == NULL)
@@ -543,7 +561,7 @@ static int post_send(MPIDI_VC_t * vc, buf_t * b)
     ssize_t ret;
 
     h->seq = peer->send_seq;
-    ret = fi_send(ofi.ep, b->data, b->len, buf_desc(b), peer->addr, &b->ctx);
+    PRIVATELY(ret = fi_send(ofi.ep, b->data, b->len, buf_desc(b), peer->addr, &b->ctx));
     if (ret == -FI_EAGAIN && !peer->out_stalled) {
         peer->out_stalled = 1;
         peer->next_stalled = ofi.stalled_peers;
@@ -920,8 +938,8 @@ static int read_more(MPIDI_VC_t * vc)
                     MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**smheap_ofi_reg",
                                          "**smheap_ofi_reg %d", vc->pg_rank);
                 }
-                ret = fi_read(ofi.ep, iov->iov_base, n, desc, peer->addr,
-                              s->addr + peer->seg_off, s->key, &op->ctx);
+                PRIVATELY(ret = fi_read(ofi.ep, iov->iov_base, n, desc, peer->addr,
+                                        s->addr + peer->seg_off, s->key, &op->ctx));
                 if (ret != 0) {
                     if (op->mr)
                         fi_close(&op->mr->fid);
@@ -1134,7 +1152,10 @@ static int completed_with_error(void)
     int op;
     MPIDI_VC_t *vc = NULL;
 
-    if (fi_cq_readerr(ofi.cq, &err, 0) != 1)
+    ssize_t got;
+
+    PRIVATELY(got = fi_cq_readerr(ofi.cq, &err, 0));
+    if (got != 1)
         return MPI_SUCCESS;
     if (err.err == FI_ECANCELED)
         return MPI_SUCCESS;
@@ -1202,7 +1223,7 @@ int MPIDI_CH3I_Netofi_poll(int *made_progress)
     if (ofi.polling)    /* a handler re-entered progress */
         return MPI_SUCCESS;
     ofi.polling = 1;
-    n = fi_cq_read(ofi.cq, e, CQ_BATCH);
+    PRIVATELY(n = fi_cq_read(ofi.cq, e, CQ_BATCH));
     if (n == -FI_EAVAIL) {
         mpi_errno = completed_with_error();
         *made_progress = TRUE;
@@ -1240,11 +1261,13 @@ int MPIDI_CH3I_Netofi_sleep(int wake_fd, int timeout_ms, int *made_progress, int
 {
     struct fid *fids[1] = { &ofi.cq->fid };
     struct sleep_args a;
+    int ret;
 
     *slept = 0;
     if (ofi.wait_fd < 0)
         return MPI_SUCCESS;
-    if (fi_trywait(ofi.fabric, fids, 1) != FI_SUCCESS)
+    PRIVATELY(ret = fi_trywait(ofi.fabric, fids, 1));
+    if (ret != FI_SUCCESS)
         return MPIDI_CH3I_Netofi_poll(made_progress);
     a.fds[0].fd = ofi.wait_fd;
     a.fds[0].events = POLLIN;
@@ -1269,7 +1292,7 @@ int MPIDI_CH3I_Netofi_terminate(MPIDI_VC_t * vc)
 static void close_fid(struct fid *f)
 {
     if (f != NULL)
-        fi_close(f);
+        PRIVATELY(fi_close(f));
 }
 
 int MPIDI_CH3I_Netofi_finalize(void)
