@@ -5,7 +5,8 @@
 #   3. the project's MPI tests (test/mpi) through MPICH's runtests; those of 2 ranks again
 #      under valgrind's memcheck
 #   4. a CI-sized subset of MPICH's own test/mpi
-#   5. 3 and 4 again on simulated nodes (maint/nodes): ranks in blocks and round-robin
+#   5. 3 and 4 again on simulated nodes (maint/nodes): ranks in blocks and round-robin,
+#      over sockets, and 3 over libfabric too
 # Ends with "N passed, N failed" and exits non-zero on any failure.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,9 +66,11 @@ remote_rank_killed() {
     # "Killed", or names signal 11 although the survivor got SIGKILL: strace showed it, and
     # a SIGSEGV handler preloaded into the ranks never ran): such a round says nothing
     # about the channel and is run again, up to 5 times.
-    local out="$log/lost.out" said="$log/lost.rank0" t pid round rc
+    # $1, $2: MPIR_CVAR_CH3_SMHEAP_NET and FI_PROVIDER (the path between the two nodes).
+    local out="$log/lost-$1.out" said="$log/lost-$1.rank0" t pid round rc
     for round in 1 2 3 4 5; do
         rm -f "$said"
+        MPIR_CVAR_CH3_SMHEAP_NET=$1 FI_PROVIDER=$2 \
         MPIEXEC="$bin/mpiexec" timeout 60 "$top/maint/nodes/mpiexec-nodes" \
             -disable-auto-cleanup -hosts 127.0.0.2:1,127.0.0.3:1 -n 2 "$work/lost" "$said" \
             > "$out" 2>&1 &
@@ -122,6 +125,35 @@ int main(int argc, char **argv)
 LOST
 "$bin/mpicc" -o "$work/lost" "$work/lost.c" || failed=$((failed + 1))
 
+ofi_bad_provider() {
+    # MPIR_CVAR_CH3_SMHEAP_NET=ofi with a provider libfabric does not have: MPI_Init fails,
+    # naming the provider and the fix, instead of falling back quietly.
+    # Two nodes started by fork (as nodes-without-namespaces): the ranks' own error output
+    # reaches mpiexec's.
+    local out
+    out=$(MPIR_CVAR_CH3_SMHEAP_NET=ofi FI_PROVIDER=no_such_provider timeout 60 \
+        "$bin/mpiexec" -launcher fork -hosts nodeA,nodeB -n 2 "$work/ring" 2>&1)
+    echo "$out"
+    ! echo "$out" | grep -q 'No Errors' &&
+        echo "$out" | grep -q 'no libfabric provider.*(FI_PROVIDER=no_such_provider)' &&
+        echo "$out" | grep -q 'MPIR_CVAR_CH3_SMHEAP_NET=sock'
+}
+ofi_auto_skips_emulations() {
+    # auto takes libfabric only with a provider that is not an emulation over the kernel's
+    # sockets (tcp, udp, sockets): this machine has only those, so the job goes over TCP
+    # sockets and says why; with FI_PROVIDER naming one, auto takes it.
+    local out named
+    out=$(MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE=1 MPIEXEC="$bin/mpiexec" \
+        timeout 60 "$top/maint/nodes/mpiexec-nodes" -hosts 127.0.0.2:1,127.0.0.3:1 -n 2 \
+        "$work/ring" 2>&1)
+    named=$(FI_PROVIDER=sockets MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE=1 MPIEXEC="$bin/mpiexec" \
+        timeout 60 "$top/maint/nodes/mpiexec-nodes" -hosts 127.0.0.2:1,127.0.0.3:1 -n 2 \
+        "$work/ring" 2>&1)
+    echo "$out"; echo "$named"
+    echo "$out" | grep -q 'No Errors' && echo "$named" | grep -q 'No Errors' &&
+        ! echo "$out" | grep -q 'provider \(tcp\|udp\|sockets\)' &&
+        echo "$named" | grep -q 'over libfabric .*provider sockets'
+}
 nodes_without_namespaces() {
     # Two "hosts" started by fork, sharing this machine's /dev/shm and host name: MPICH's
     # node map (from the launcher) still makes them two nodes, so the ranks talk over
@@ -457,7 +489,10 @@ gcc -I"$prefix/include" -DLIBMPI="\"$prefix/lib/libmpi.so\"" -o "$work/dlopen_mp
 check device-is-smheap device_is_smheap
 check singleton-without-mpiexec singleton_without_mpiexec
 check nodes-without-namespaces nodes_without_namespaces
-check remote-rank-killed remote_rank_killed
+check remote-rank-killed remote_rank_killed sock ""
+check remote-rank-killed-libfabric remote_rank_killed ofi sockets
+check libfabric-bad-provider-named ofi_bad_provider
+check libfabric-auto-skips-emulations ofi_auto_skips_emulations
 check no-shm-leftovers-after-kill no_shm_leftovers_after_kill
 check fault-mid-collective-ends-job fault_ends_job coll
 check fault-mid-transfer-ends-job fault_ends_job transfer
@@ -501,6 +536,12 @@ for layout in "2 all" "3:1 all"; do
         tee "$log/project-nodes-$1.log"
     add_counts "$log/project-nodes-$1.log"
 done
+# Every project test again on 2 nodes over libfabric (tcp;ofi_rxm between the nodes).
+MPIR_CVAR_CH3_SMHEAP_NET=ofi FI_PROVIDER=tcp \
+    "$top/maint/run-suite.sh" --project --install "$prefix" --nodes 2 --dirs all \
+    --expected "$top/test/mpi/expected-failures-smheap-nodes.txt" |
+    tee "$log/project-nodes-ofi.log"
+add_counts "$log/project-nodes-ofi.log"
 # MPICH's CI subset again, on 2 nodes in blocks (spawned jobs land on the second node).
 "$top/maint/run-suite.sh" --dirs ci \
     --install "$prefix" --nodes 2 --expected "$top/test/mpi/expected-failures-smheap.txt" |

@@ -44,12 +44,11 @@ cvars:
 
 int MPIDI_CH3I_Net_active;
 
-/* ch3's own packets, and the channel's partitioned ones. */
-int MPIDI_CH3I_Net_packet_travels(int type)
+/* The sockets came into use (a connection, or the close of the listener): poll them. */
+static void note_sockets(void)
 {
-    return (type >= 0 && type < MPIDI_CH3_PKT_END_CH3) ||
-        type == MPIDI_CH3I_SMHEAP_PKT_PART_INIT || type == MPIDI_CH3I_SMHEAP_PKT_PART_CTS ||
-        type == MPIDI_CH3I_SMHEAP_PKT_PART_DATA;
+    if (MPIDI_CH3I_Netsock_in_use())
+        MPIDI_CH3I_Net_active = 1;
 }
 
 size_t MPIDI_CH3I_Net_uses_ofi(void)
@@ -71,6 +70,7 @@ int MPIDI_CH3I_Net_init(int spans_nodes)
     MPIR_ERR_CHECK(mpi_errno);
     if (MPIDI_CH3I_Netofi_open())
         MPIDI_CH3I_Net_active = 1;
+    note_sockets();
 
   fn_exit:
     return mpi_errno;
@@ -82,6 +82,7 @@ int MPIDI_CH3I_Net_finalize(void)
 {
     int mpi_errno = MPIDI_CH3I_Netofi_finalize();
 
+    MPIDI_CH3I_Net_active = 1;  /* the listener's close is an event to wait for */
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = MPIDI_CH3I_Netsock_finalize();
     MPIDI_CH3I_Net_active = 0;
@@ -116,26 +117,38 @@ static int over_ofi(MPIDI_VC_t * vc)
 int MPIDI_CH3I_Net_iStartMsgv(MPIDI_VC_t * vc, struct iovec *iov, int n_iov,
                               MPIR_Request ** sreq_ptr)
 {
+    int mpi_errno;
+
     if (over_ofi(vc))
         return MPIDI_CH3I_Netofi_iStartMsgv(vc, iov, n_iov, sreq_ptr);
-    return MPIDI_CH3I_Netsock_iStartMsgv(vc, iov, n_iov, sreq_ptr);
+    mpi_errno = MPIDI_CH3I_Netsock_iStartMsgv(vc, iov, n_iov, sreq_ptr);
+    note_sockets();
+    return mpi_errno;
 }
 
 int MPIDI_CH3I_Net_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, int n_iov)
 {
+    int mpi_errno;
+
     if (over_ofi(vc))
         return MPIDI_CH3I_Netofi_iSendv(vc, sreq, iov, n_iov);
-    return MPIDI_CH3I_Netsock_iSendv(vc, sreq, iov, n_iov);
+    mpi_errno = MPIDI_CH3I_Netsock_iSendv(vc, sreq, iov, n_iov);
+    note_sockets();
+    return mpi_errno;
 }
 
 void MPIDI_CH3I_Net_adopt(MPIDI_VC_t * vc)
 {
     MPIDI_CH3I_Netsock_adopt(vc);
+    note_sockets();
 }
 
 int MPIDI_CH3I_Net_connect_to_root(const char *port_name, MPIDI_VC_t ** new_vc)
 {
-    return MPIDI_CH3I_Netsock_connect_to_root(port_name, new_vc);
+    int mpi_errno = MPIDI_CH3I_Netsock_connect_to_root(port_name, new_vc);
+
+    note_sockets();
+    return mpi_errno;
 }
 
 int MPIDI_CH3I_Net_terminate(MPIDI_VC_t * vc)
@@ -158,11 +171,13 @@ int MPIDI_CH3I_Net_poll(int *made_progress)
         mpi_errno = MPIDI_CH3I_Netofi_poll(made_progress);
     if (mpi_errno != MPI_SUCCESS)
         return mpi_errno;
-    if (MPIDI_CH3I_Netsock_in_use())
+    if (MPIDI_CH3I_Netsock_in_use() || !MPIDI_CH3I_Netofi_open()) {
         mpi_errno = MPIDI_CH3I_Netsock_poll(made_progress);
-    else if (++ticks >= LISTENER_EVERY) {
+        note_sockets();
+    } else if (++ticks >= LISTENER_EVERY) {
         ticks = 0;
         mpi_errno = MPIDI_CH3I_Netsock_poll_listener();
+        note_sockets();
     }
     return mpi_errno;
 }
@@ -174,7 +189,10 @@ int MPIDI_CH3I_Net_reading_data(void)
 
 int MPIDI_CH3I_Net_poll_listener(void)
 {
-    return MPIDI_CH3I_Netsock_poll_listener();
+    int mpi_errno = MPIDI_CH3I_Netsock_poll_listener();
+
+    note_sockets();
+    return mpi_errno;
 }
 
 /* A rank that uses only libfabric sleeps on its completion queue and its wake socket.
@@ -187,8 +205,10 @@ int MPIDI_CH3I_Net_sleep(int timeout_ms, int *made_progress)
     int mpi_errno = MPI_SUCCESS;
     int slept = 0;
 
-    if (!MPIDI_CH3I_Netofi_open())
-        return MPIDI_CH3I_Netsock_sleep(timeout_ms, made_progress);
+    if (!MPIDI_CH3I_Netofi_open()) {
+        mpi_errno = MPIDI_CH3I_Netsock_sleep(timeout_ms, made_progress);
+        goto fn_exit;
+    }
     if (!MPIDI_CH3I_Netsock_in_use()) {
         mpi_errno = MPIDI_CH3I_Netofi_sleep(MPIDI_CH3I_Netsock_wake_fd(), timeout_ms,
                                             made_progress, &slept);
@@ -204,12 +224,16 @@ int MPIDI_CH3I_Net_sleep(int timeout_ms, int *made_progress)
     mpi_errno = MPIDI_CH3I_Netofi_poll(made_progress);
 
   fn_exit:
+    note_sockets();
     return mpi_errno;
   fn_fail:
     goto fn_exit;
 }
 
+/* A rank that may sleep in poll() (on sockets or libfabric) has its doorbells write to
+ * the wake socket too. */
 void MPIDI_CH3I_Net_listen_for_wakeups(smheap_doorbell_t * bell)
 {
-    MPIDI_CH3I_Netsock_listen_for_wakeups(bell);
+    if (MPIDI_CH3I_Net_active)
+        MPIDI_CH3I_Netsock_listen_for_wakeups(bell);
 }

@@ -16,7 +16,12 @@
 
 /* ch3 packets that may cross nodes: ch3's own and the channel's partitioned ones (the
  * single-copy packets name heap addresses, which mean nothing on another node). */
-int MPIDI_CH3I_Net_packet_travels(int type);
+static inline int MPIDI_CH3I_Net_packet_travels(int type)
+{
+    return (type >= 0 && type < MPIDI_CH3_PKT_END_CH3) ||
+        type == MPIDI_CH3I_SMHEAP_PKT_PART_INIT || type == MPIDI_CH3I_SMHEAP_PKT_PART_CTS ||
+        type == MPIDI_CH3I_SMHEAP_PKT_PART_DATA;
+}
 
 /* Sockets: as the functions of smheap_net.h. */
 int MPIDI_CH3I_Netsock_init(int in_use);

@@ -36,6 +36,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <poll.h>
+#include <signal.h>
 
 #define OFI_API FI_VERSION(1, 10)
 
@@ -49,7 +50,7 @@
 #define NAME_MAX_BYTES 256              /* an endpoint's address */
 #define CQ_BATCH 16
 
-enum msg_kind { MSG_DATA = 1, MSG_READ, MSG_ACK };
+enum msg_kind { MSG_DATA = 1, MSG_READ, MSG_ACK, MSG_PING };
 enum op_kind { OP_SEND = 1, OP_RECV, OP_READ };
 
 typedef struct hdr {
@@ -165,6 +166,32 @@ static struct {
 static int deliver(MPIDI_VC_t * vc);
 static int read_more(MPIDI_VC_t * vc);
 
+/* A lost peer: a provider may report nothing until we send to it (rxm over TCP does not),
+ * so a rank that only waits for it would wait forever.  Hydra, when it does not end the
+ * job itself (-disable-auto-cleanup), sends the other ranks SIGUSR1 and lists the dead in
+ * the PMI key ch3 reads, as ch3:nemesis relies on. */
+static volatile sig_atomic_t deaths_signalled;
+static int deaths_seen;
+static struct sigaction sigusr1_before;
+
+static void on_sigusr1(int sig)
+{
+    deaths_signalled++;
+    if (sigusr1_before.sa_handler != SIG_DFL && sigusr1_before.sa_handler != SIG_IGN &&
+        !(sigusr1_before.sa_flags & SA_SIGINFO))
+        sigusr1_before.sa_handler(sig);
+}
+
+static void watch_for_deaths(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_sigusr1;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, &sigusr1_before);
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* Choosing a provider                                                                  */
 
@@ -205,7 +232,10 @@ static struct fi_info *choose_provider(struct fi_info *list, int required, char 
 {
     const char *named = getenv("FI_PROVIDER");
     struct fi_info *p;
+    size_t used;
 
+    snprintf(why, why_len, "only emulations over the kernel's sockets:");
+    used = strlen(why);
     for (p = list; p != NULL; p = p->next) {
         const char *prov = p->fabric_attr->prov_name;
 
@@ -213,8 +243,13 @@ static struct fi_info *choose_provider(struct fi_info *list, int required, char 
             continue;   /* on-node only: the heap does that */
         if ((named != NULL && *named != '\0') || required || !is_emulation(prov))
             return p;
-        snprintf(why, why_len, "only %s, which emulates RDMA over the kernel's sockets", prov);
+        if (strstr(why, prov) == NULL && used + strlen(prov) + 2 < why_len) {
+            snprintf(why + used, why_len - used, " %s", prov);
+            used = strlen(why);
+        }
     }
+    if (list == NULL)
+        snprintf(why, why_len, "none with reliable datagrams, messages and RDMA read");
     return NULL;
 }
 
@@ -439,20 +474,20 @@ int MPIDI_CH3I_Netofi_init(int required)
 {
     int mpi_errno = MPI_SUCCESS;
     struct fi_info *hints = make_hints(), *list = NULL, *chosen;
-    char why[160] = "no provider offers reliable datagrams, messages and RDMA read";
+    char why[160] = "none with reliable datagrams, messages and RDMA read";
     const char *fi_provider = getenv("FI_PROVIDER");
     int ret;
 
     MPIR_ERR_CHKANDJUMP(hints == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
     PRIVATELY(ret = fi_getinfo(OFI_API, NULL, NULL, 0, hints, &list));
-    chosen = ret == 0 ? choose_provider(list, required, why, sizeof(why)) : NULL;
+    chosen = choose_provider(ret == 0 ? list : NULL, required, why, sizeof(why));
     if (chosen == NULL) {
         if (MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE && MPIR_Process.rank == 0)
             fprintf(stderr, "ch3:smheap: between nodes over TCP sockets: libfabric has %s%s%s\n",
                     why, fi_provider ? " with FI_PROVIDER=" : "", fi_provider ? fi_provider : "");
         MPIR_ERR_CHKANDJUMP2(required, mpi_errno, MPI_ERR_OTHER, "**smheap_ofi_provider",
-                             "**smheap_ofi_provider %s %s", why,
-                             fi_provider ? fi_provider : "(unset)");
+                             "**smheap_ofi_provider %s %s",
+                             fi_provider ? fi_provider : "(unset)", why);
         goto fn_exit;
     }
     PRIVATELY(ofi.info = fi_dupinfo(chosen));
@@ -476,6 +511,7 @@ int MPIDI_CH3I_Netofi_init(int required)
                          "**smheap_ofi_open %s %s %s", ofi.info->fabric_attr->prov_name,
                          ofi.info->domain_attr->name, fi_strerror(-ret));
     ofi.open = 1;
+    watch_for_deaths();
     if (MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE && MPIR_Process.rank == 0)
         fprintf(stderr, "ch3:smheap: between nodes over libfabric %u.%u, provider %s, domain %s"
                 "%s; the shared heap registered once (%zu MiB)\n",
@@ -542,14 +578,21 @@ int MPIDI_CH3I_Netofi_claim(MPIDI_VC_t * vc)
 /* ------------------------------------------------------------------------------------ */
 /* Sending                                                                              */
 
-static int peer_lost(MPIDI_VC_t * vc, int ret)
+/* The peer is gone: `how` we learnt it. */
+static int peer_lost_as(MPIDI_VC_t * vc, const char *how)
 {
     vc->ch.ofi->failed = 1;
     vc->ch.state = MPIDI_CH3I_VC_STATE_FAILED;
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_failures, 1);
     return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                 MPIX_ERR_PROC_FAILED, "**smheap_ofi_lost",
-                                "**smheap_ofi_lost %d %s", vc->pg_rank, fi_strerror(ret));
+                                "**smheap_ofi_lost %d %s", vc->pg_rank, how);
+}
+
+/* An operation with the peer failed with libfabric's error ret. */
+static int peer_lost(MPIDI_VC_t * vc, int ret)
+{
+    return peer_lost_as(vc, fi_strerror(ret));
 }
 
 /* Hand one message to the provider: 0, or -FI_EAGAIN (then poll tries again), or the
@@ -788,7 +831,7 @@ static int send_iov(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, int
             *made = req;
         }
         MPIR_ERR_SET2(req->status.MPI_ERROR, MPIX_ERR_PROC_FAILED, "**smheap_ofi_lost",
-                      "**smheap_ofi_lost %d %s", vc->pg_rank, "an earlier operation failed");
+                      "**smheap_ofi_lost %d %s", vc->pg_rank, "found earlier");
         if (sreq != NULL)
             mpi_errno = MPID_Request_complete(sreq);
         goto fn_exit;
@@ -1050,6 +1093,8 @@ static int handle_msg(MPIDI_VC_t * vc, buf_t * b)
         case MSG_ACK:
             mpi_errno = handle_ack(vc, h->cookie);
             break;
+        case MSG_PING:
+            break;
         default:
             MPIR_ERR_SET1(mpi_errno, MPI_ERR_INTERN, "**ch3|sock|badpacket",
                           "**ch3|sock|badpacket %d", (int) h->kind);
@@ -1213,6 +1258,33 @@ static int retry_stalled(void)
     return mpi_errno;
 }
 
+/* Hydra said a process died: let ch3 fail what waits for it (it completes the receives
+ * posted for it with errors), and report the first of ours lost by name. */
+static int look_for_deaths(void)
+{
+    int mpi_errno = MPI_SUCCESS, i;
+
+    deaths_seen = deaths_signalled;
+    mpi_errno = MPIDI_CH3U_Check_for_failed_procs();
+    if (mpi_errno != MPI_SUCCESS)
+        return mpi_errno;
+    for (i = 0; i < MPIDI_Failed_procs_group->size; i++) {
+        MPIDI_VC_t *vc;
+        int rank = MPIDI_Failed_procs_group->lrank_to_lpid[i].lpid;
+
+        if (rank < 0 || rank >= MPIDI_Process.my_pg->size)
+            continue;
+        MPIDI_PG_Get_vc(MPIDI_Process.my_pg, rank, &vc);
+        if (vc->ch.ofi != NULL && !vc->ch.ofi->failed) {
+            int err = peer_lost_as(vc, "the launcher reported its death");
+
+            if (mpi_errno == MPI_SUCCESS)
+                mpi_errno = err;
+        }
+    }
+    return mpi_errno;
+}
+
 int MPIDI_CH3I_Netofi_poll(int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -1222,6 +1294,10 @@ int MPIDI_CH3I_Netofi_poll(int *made_progress)
 
     if (ofi.polling)    /* a handler re-entered progress */
         return MPI_SUCCESS;
+    if (deaths_signalled != deaths_seen) {
+        *made_progress = TRUE;
+        return look_for_deaths();
+    }
     ofi.polling = 1;
     PRIVATELY(n = fi_cq_read(ofi.cq, e, CQ_BATCH));
     if (n == -FI_EAVAIL) {
@@ -1257,6 +1333,46 @@ static int sleep_in_poll(void *arg)
     return poll(a->fds, 2, a->timeout_ms);
 }
 
+/* A rank that sleeps sends each peer it talks to a PING every PING_EVERY_NS: a dead peer's
+ * PING fails, which is how a provider that reports nothing else tells us (rxm over TCP),
+ * whether or not the launcher says so. */
+#define PING_EVERY_NS 1000000000LL
+
+static int ping_peers(void)
+{
+    static MPL_time_t last;
+    static int started;
+    MPL_time_t now;
+    double since;
+    int mpi_errno = MPI_SUCCESS, i;
+
+    MPL_wtime(&now);
+    if (started) {
+        MPL_wtime_diff(&last, &now, &since);
+        if (since * 1e9 < PING_EVERY_NS)
+            return MPI_SUCCESS;
+    }
+    started = 1;
+    last = now;
+    for (i = 0; i < MPIDI_Process.my_pg->size && mpi_errno == MPI_SUCCESS; i++) {
+        MPIDI_VC_t *vc;
+        buf_t *ping, **at;
+
+        MPIDI_PG_Get_vc(MPIDI_Process.my_pg, i, &vc);
+        if (vc->ch.ofi == NULL || vc->ch.ofi->failed)
+            continue;
+        ping = new_msg(vc, MSG_PING, 0);
+        if (ping == NULL)
+            break;
+        for (at = &vc->ch.ofi->ctl_head; *at != NULL; at = &(*at)->next)
+            continue;
+        ping->next = NULL;
+        *at = ping;
+        mpi_errno = flush_out(vc);
+    }
+    return mpi_errno;
+}
+
 int MPIDI_CH3I_Netofi_sleep(int wake_fd, int timeout_ms, int *made_progress, int *slept)
 {
     struct fid *fids[1] = { &ofi.cq->fid };
@@ -1264,6 +1380,9 @@ int MPIDI_CH3I_Netofi_sleep(int wake_fd, int timeout_ms, int *made_progress, int
     int ret;
 
     *slept = 0;
+    ret = ping_peers();
+    if (ret != MPI_SUCCESS)
+        return ret;
     if (ofi.wait_fd < 0)
         return MPI_SUCCESS;
     PRIVATELY(ret = fi_trywait(ofi.fabric, fids, 1));
@@ -1302,6 +1421,7 @@ int MPIDI_CH3I_Netofi_finalize(void)
 
     if (!ofi.open)
         return MPI_SUCCESS;
+    sigaction(SIGUSR1, &sigusr1_before, NULL);
     /* let the last messages (ch3's close packets among them) go */
     while (mpi_errno == MPI_SUCCESS && (ofi.sends_out > 0 || ofi.stalled_peers != NULL)) {
         int progress = FALSE;

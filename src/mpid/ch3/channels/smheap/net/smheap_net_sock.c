@@ -103,8 +103,6 @@ int MPIDI_CH3I_Netsock_init(int in_use)
     MPIR_ERR_CHECK(mpi_errno);
     sockpath_open = 1;
     sock_in_use = in_use;
-    if (in_use)
-        MPIDI_CH3I_Net_active = 1;
 
   fn_exit:
     MPIR_FUNC_EXIT;
@@ -135,7 +133,7 @@ int MPIDI_CH3I_Netsock_add_card(int pg_rank, char **card, int *room)
  * wake socket a byte. */
 void MPIDI_CH3I_Netsock_listen_for_wakeups(smheap_doorbell_t * bell)
 {
-    if (MPIDI_CH3I_Net_active && bell->wake_socket[0] == '\0')
+    if (bell->wake_socket[0] == '\0')
         smheap_doorbell_set_wake_socket(bell, wake_name);
 }
 
@@ -149,7 +147,6 @@ int MPIDI_CH3I_Netsock_finalize(void)
     if (!sockpath_open)
         goto fn_exit;
     sock_in_use = 1;    /* the listener's close is an event to wait for */
-    MPIDI_CH3I_Net_active = 1;
     mpi_errno = MPIDU_CH3I_ShutdownListener();
     MPIR_ERR_CHECK(mpi_errno);
     /* the wake socket is closed with the others; it has no connection to close */
@@ -181,7 +178,6 @@ void MPIDI_CH3I_Netsock_adopt(MPIDI_VC_t * vc)
 {
     vc->ch.remote = TRUE;
     sock_in_use = 1;
-    MPIDI_CH3I_Net_active = 1;
 }
 
 /* The temporary VC of MPI_Comm_connect to a port on another node: ch3's socket utilities
@@ -417,7 +413,6 @@ static int send_or_queue(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov
     if (vc->ch.state == MPIDI_CH3I_VC_STATE_UNCONNECTED) {
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_connects, 1);
         sock_in_use = 1;
-        MPIDI_CH3I_Net_active = 1;
         mpi_errno = MPIDI_CH3I_VC_post_sockconnect(vc);
     } else
         mpi_errno = post_head(vc);
@@ -837,7 +832,6 @@ static int handle_event_within(int timeout_ms, int *made_progress)
     if (event.user_ptr != &wake_fd) {
         *made_progress = TRUE;
         sock_in_use = 1;        /* a connection came: the sockets are in use */
-        MPIDI_CH3I_Net_active = 1;
     }
 
   fn_exit:
