@@ -248,7 +248,7 @@ PUBLIC void *realloc(void *p, size_t size)
     q = smheap_engine_resize(p, size);
     if (q != NULL)
         return q;
-    smheap_count(SMHEAP_GLIBC_FULL, 1);
+    smheap_count(smheap_engine_thread_elsewhere() ? SMHEAP_GLIBC_OFF : SMHEAP_GLIBC_FULL, 1);
     return move_to_glibc(p, size, 1);
 }
 

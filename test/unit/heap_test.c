@@ -247,6 +247,41 @@ static int test_thread_exit(void)
     return failures;
 }
 
+/* smheap_private_begin/_end: blocks allocated inside (nested too) come from glibc, those
+ * after from the slice again; blocks of either kind are freed and reallocated anywhere. */
+static int test_private(void)
+{
+    unsigned char *before = xmalloc(1000), *inside, *nested, *big, *after;
+
+    CHECK(smheap_in_region(before), "a block before the scope is not in the region");
+    fill(before, 1000, 3);
+    smheap_private_begin();
+    inside = xmalloc(1000);
+    smheap_private_begin();
+    nested = xmalloc(100);
+    smheap_private_end();
+    big = xmalloc(4 << 20);     /* the slice's large part */
+    before = xrealloc(before, 2000);        /* a slice block grown inside: glibc's now */
+    smheap_private_end();
+    after = xmalloc(1000);
+    CHECK(inside && !smheap_in_region(inside), "a block inside the scope is in the region");
+    CHECK(nested && !smheap_in_region(nested), "a block of a nested scope is in the region");
+    CHECK(big && !smheap_in_region(big), "a big block inside the scope is in the region");
+    CHECK(before && !smheap_in_region(before) && intact(before, 1000, 3),
+          "a slice block reallocated inside the scope: in the region, or its data lost");
+    CHECK(after && smheap_in_region(after), "a block after the scope is not in the region");
+    fill(inside, 1000, 4);
+    inside = xrealloc(inside, 3000);        /* a glibc block grown outside stays glibc's */
+    CHECK(inside && !smheap_in_region(inside) && intact(inside, 1000, 4),
+          "a glibc block reallocated after the scope");
+    xfree(inside);
+    xfree(nested);
+    xfree(big);
+    xfree(before);
+    xfree(after);
+    return failures;
+}
+
 /* fork: the child allocates from glibc, frees of shared blocks are no-ops, realloc copies,
  * exec works; the parent's heap is untouched. */
 static int test_fork(void)
@@ -597,6 +632,8 @@ int main(int argc, char **argv)
         rc = test_thread_exit();
     else if (!strcmp(c, "fork"))
         rc = test_fork();
+    else if (!strcmp(c, "private"))
+        rc = test_private();
     else if (!strcmp(c, "exhaustion"))
         rc = test_exhaustion();
     else if (!strcmp(c, "big-blocks"))
@@ -618,7 +655,7 @@ int main(int argc, char **argv)
     else if (!strcmp(c, "reader") && argc > 2)
         rc = rank_reader(atoi(argv[2]));
     else {
-        fprintf(stderr, "usage: heap_test family|alignments|threads|thread-exit|fork|"
+        fprintf(stderr, "usage: heap_test family|alignments|threads|thread-exit|private|fork|"
                 "exhaustion|big-blocks|off|selftest|two-ranks|slow-creator\n");
         return 2;
     }

@@ -28,6 +28,7 @@ run family "" "$t" family
 run alignments-16B-to-64MiB "" "$t" alignments
 run 8-threads-cross-frees "" "$t" threads
 run thread-exit "" "$t" thread-exit
+run private-scope-from-glibc "" "$t" private
 run fork-policy "" "$t" fork
 run exhaustion-16MiB-slice "" MPIR_CVAR_CH3_SMHEAP_SIZE=16M "$t" exhaustion
 run big-blocks-reuse-grow-bound "" MPIR_CVAR_CH3_SMHEAP_SIZE=4G MPIR_CVAR_CH3_SMHEAP_RETAIN=256M "$t" big-blocks
