@@ -34,8 +34,11 @@ CASES = (
     ("coll-allreduce", "2 nodes x 2 ranks: MPI_Allreduce of doubles, bytes per rank"
      " (us per call)", "time"),
 )
-ORDER = ("smheap", "nemesis")
-COLOR = {"smheap": "#d62728", "nemesis": "#1f77b4"}
+ORDER = ("smheap-ofi", "smheap", "nemesis", "debian")
+COLOR = {"smheap": "#d62728", "smheap-ofi": "#ff7f0e", "nemesis": "#1f77b4",
+         "debian": "#2ca02c"}
+REF = os.environ.get("REF", "smheap")      # the MPI whose speedups the tables give
+NAME = os.environ.get("NAME", "nodes")     # the output files' stem
 
 
 def read_raw(path):
@@ -56,7 +59,7 @@ def read_raw(path):
             key = (kv["mpi"], kv["case"], int(kv["size"]))
             vals[key].append(float(kv["value"]))
             rounds[key][kv["round"]] = float(kv["value"])
-        elif "pvar" in words and kv.get("mpi") == "smheap":
+        elif "pvar" in words and kv.get("mpi") == REF:
             rnd, case = int(kv["round"]), kv["case"]
             if rnd > last.get(case, 0):
                 last[case], pvars[case] = rnd, []
@@ -76,15 +79,15 @@ def speedup(sm, other, kind):
 
 
 def paired_speedup(rounds, other, case, size, kind):
-    """The median over the rounds of each round's speedup of smheap over other."""
-    sm, them = rounds.get(("smheap", case, size), {}), rounds.get((other, case, size), {})
+    """The median over the rounds of each round's speedup of REF over other."""
+    sm, them = rounds.get((REF, case, size), {}), rounds.get((other, case, size), {})
     both = [speedup_value(sm[r], them[r], kind) for r in sm if r in them and sm[r] and them[r]]
     return "%.2f" % statistics.median(both) if both else "-"
 
 
 def rounds_ahead(rounds, other, case, size, kind):
-    """In how many rounds smheap was faster than other."""
-    sm, them = rounds.get(("smheap", case, size), {}), rounds.get((other, case, size), {})
+    """In how many rounds REF was faster than other."""
+    sm, them = rounds.get((REF, case, size), {}), rounds.get((other, case, size), {})
     both = [speedup_value(sm[r], them[r], kind) for r in sm if r in them and sm[r] and them[r]]
     return "%d/%d" % (sum(x > 1 for x in both), len(both)) if both else "-"
 
@@ -94,10 +97,10 @@ def table(vals, rounds, mpis, case, title, kind):
     if not sizes:
         return
     runs = max(len(vals[k]) for k in vals if k[1] == case)
-    others = [m for m in mpis if m != "smheap"]
-    print("\n%s, median of %d runs; x<mpi> = smheap's speedup (above 1: smheap faster),"
-          " p<mpi> = the median of each round's speedup, w<mpi> = rounds smheap was faster"
-          % (title, runs))
+    others = [m for m in mpis if m != REF]
+    print("\n%s, median of %d runs; x<mpi> = %s's speedup (above 1: %s faster),"
+          " p<mpi> = the median of each round's speedup, w<mpi> = rounds %s was faster"
+          % (title, runs, REF, REF, REF))
     print("  on " + MACHINE)
     print(" ".join("%9s" % h for h in ["size"] + mpis + ["x" + m[:7] for m in others] +
                    ["p" + m[:7] for m in others] + ["w" + m[:7] for m in others]))
@@ -107,7 +110,7 @@ def table(vals, rounds, mpis, case, title, kind):
         for m in mpis:
             v = med(vals, (m, case, size))
             row.append(fmt % v if v is not None else "-")
-        sm = med(vals, ("smheap", case, size))
+        sm = med(vals, (REF, case, size))
         row += [speedup(sm, med(vals, (m, case, size)), kind) for m in others]
         row += [paired_speedup(rounds, m, case, size, kind) for m in others]
         row += [rounds_ahead(rounds, m, case, size, kind) for m in others]
@@ -115,9 +118,9 @@ def table(vals, rounds, mpis, case, title, kind):
 
 
 def gnuplot(vals, mpis, outdir):
-    gp = ['set terminal pngcairo size 1200,900 font ",9"', "set output 'nodes.png'",
-          'set multiplot layout 2,2 title "jobs across simulated nodes: smheap and nemesis,'
-          ' medians"', "set logscale xy", "set grid", 'set xlabel "bytes"', "set key top left"]
+    gp = ['set terminal pngcairo size 1200,900 font ",9"', "set output '%s.png'" % NAME,
+          'set multiplot layout 2,2 title "jobs across simulated nodes: %s, medians"'
+          % ", ".join(mpis), "set logscale xy", "set grid", 'set xlabel "bytes"', "set key top left"]
     panels = [("cross-lat", "2 nodes x 1: latency (us)"),
               ("cross-bw", "2 nodes x 1: bandwidth (MB/s)"),
               ("onnode-bw", "on-node pair in a 2-node job: bandwidth (MB/s)"),
@@ -128,7 +131,7 @@ def gnuplot(vals, mpis, outdir):
         if not cols:
             continue
         sizes = sorted({k[2] for k in vals if k[1] in cases})
-        dat = "nodes-%s.dat" % case
+        dat = "%s-%s.dat" % (NAME, case)
         with open(os.path.join(outdir, dat), "w") as f:
             f.write("# size " + " ".join("%s/%s" % c for c in cols) + "\n")
             for size in sizes:
@@ -144,7 +147,7 @@ def gnuplot(vals, mpis, outdir):
                ("" if len(cases) == 1 else " " + c.split("-", 1)[1]))
             for i, (m, c) in enumerate(cols)))
     gp.append("unset multiplot")
-    with open(os.path.join(outdir, "nodes.gp"), "w") as f:
+    with open(os.path.join(outdir, NAME + ".gp"), "w") as f:
         f.write("\n".join(gp) + "\n")
 
 
@@ -160,7 +163,7 @@ def main():
     if any(k[1].startswith("coll") and k[0] == "nemesis" for k in vals):
         print("\n(coll: 4 ranks on this machine's CPUs may be more ranks than cores; then the"
               " times say as much about how an MPI waits as about how it moves data)")
-    print("\nsmheap's MPI_T counters, last round (p2p: the pair summed; coll: rank 0's):")
+    print("\n%s's MPI_T counters, last round (p2p: the pair summed; coll: rank 0's):" % REF)
     for case, words in pvars.items():
         print("  %-15s %s" % (case, " ".join(words)))
     gnuplot(vals, mpis, outdir)

@@ -2,7 +2,7 @@
 # Jobs across (simulated) nodes: ch3:smheap against ch3:nemesis (its tcp module between nodes)
 # on the same layouts, each node a Hydra proxy of maint/nodes/mpiexec-nodes with its own
 # /dev/shm, so that between nodes both MPIs talk over loopback TCP:
-#   cross    2 nodes x 1 rank:  p2p latency 8 B - 64 KiB and bandwidth 64 KiB - 4 MiB
+#   cross    2 nodes x 1 rank:  p2p latency 8 B - 64 KiB and bandwidth 64 KiB - 16 MiB
 #   onnode   2 ranks on one node and 1 on the other: p2p bandwidth between the two on one
 #            node (the third rank stands by, sleeping), a pair inside a job that spans nodes;
 #            here both nodes may use every CPU, so that the pair has a CPU each
@@ -14,6 +14,9 @@
 #   bench/nodes/run.sh [RUNS]     (default 5; smheap from maint/setup.sh, nemesis from
 #                                  maint/setup.sh --nemesis)
 #   QUICK=1 bench/nodes/run.sh 1  a smoke test: fewer iterations
+#   MPIS="smheap-ofi smheap nemesis debian" REF=smheap-ofi NAME=fabric bench/nodes/run.sh
+#                                  the libfabric path (issue 46) against the others, into
+#                                  fabric.txt, fabric.png
 #   CASES="cross-bw" bench/nodes/run.sh 15   only these cases (of cross-lat cross-bw
 #                                  onnode-bw coll-bcast coll-allreduce), e.g. many rounds
 #                                  of one where the host's spells make 5 too few
@@ -27,28 +30,41 @@ quick=${QUICK:-0}
 cases=${CASES:-cross-lat cross-bw onnode-bw coll-bcast coll-allreduce}
 exe="$top/build/bench/nodes"
 out="$top/build/results/bench"
-raw="$out/nodes-raw.txt"
+raw="$out/${NAME:-nodes}-raw.txt"
 mkdir -p "$exe" "$out"
 qflag=()
 [ "$quick" = 1 ] && qflag=(-q)
 
 . "$top/bench/benchlib.sh"
-declare -A prefix=([smheap]="$top/build/install" [nemesis]="$top/build/nemesis/install")
+# The MPIs (MPIS): smheap (its default between nodes: libfabric only with a real NIC's
+# provider, else TCP sockets), smheap-ofi (the same install over libfabric with
+# FABRIC_PROVIDER, default tcp), nemesis (its tcp module), debian (Debian's MPICH 4.0.2,
+# ch4:ucx, with its own mpiexec; UCX over TCP between the nodes).  REF: the one the
+# speedups are of (default smheap).
+declare -A prefix=([smheap]="$top/build/install" [smheap-ofi]="$top/build/install"
+                   [nemesis]="$top/build/nemesis/install" [debian]=/usr)
+declare -A cc=([debian]=mpicc.mpich) runner=([debian]=mpiexec.mpich)
+declare -A menv=([smheap]="MPIR_CVAR_CH3_SMHEAP_NET=sock"
+                 [smheap-ofi]="MPIR_CVAR_CH3_SMHEAP_NET=ofi FI_PROVIDER=${FABRIC_PROVIDER:-tcp}"
+                 [debian]="UCX_TLS=tcp,sm,self")
+ref=${REF:-smheap}
+name=${NAME:-nodes}
 mpis=()
-for m in smheap nemesis; do
-    bench_build nodes "$m" "${prefix[$m]}/bin/mpicc" "$top/bench/p2p/p2p_bench.c" \
-        "$exe/$m/p2p_bench" &&
-        bench_build nodes "$m" "${prefix[$m]}/bin/mpicc" "$top/bench/coll/coll_bench.c" \
-            "$exe/$m/coll_bench" && mpis+=("$m")
+for m in ${MPIS:-smheap nemesis}; do
+    c=${cc[$m]:-${prefix[$m]}/bin/mpicc}
+    bench_build nodes "$m" "$c" "$top/bench/p2p/p2p_bench.c" "$exe/$m/p2p_bench" &&
+        bench_build nodes "$m" "$c" "$top/bench/coll/coll_bench.c" "$exe/$m/coll_bench" &&
+        mpis+=("$m")
 done
-[ "${mpis[0]:-}" = smheap ] || { echo "nodes: smheap is required (maint/setup.sh)"; exit 1; }
-[ ${#mpis[@]} -gt 1 ] || echo "nodes: no ch3:nemesis (maint/setup.sh --nemesis): smheap alone"
+[[ " ${mpis[*]} " == *" $ref "* ]] || { echo "nodes: $ref did not build"; exit 1; }
+[ ${#mpis[@]} -gt 1 ] || echo "nodes: $ref alone"
 
 # launch MPI HOSTS N PROGRAM ARGS...: one job on the simulated nodes (5 minutes at most)
 launch() {
-    local m=$1 hosts=$2 n=$3 prog=$4
+    local m=$1 hosts=$2 n=$3 prog=$4 run
     shift 4
-    MPIEXEC="${prefix[$m]}/bin/mpiexec" timeout 300 "$top/maint/nodes/mpiexec-nodes" \
+    run=${runner[$m]:-${prefix[$m]}/bin/mpiexec}
+    env ${menv[$m]:-} MPIEXEC="$run" timeout 300 "$top/maint/nodes/mpiexec-nodes" \
         -hosts "$hosts" -n "$n" "$exe/$m/$prog" "$@"
 }
 
@@ -74,7 +90,7 @@ for r in $(seq "$runs"); do
             cross-lat) record "$label" launch "$m" "$a:1,$b:1" 2 p2p_bench -t lat -s 8 \
                            -S 65536 "${qflag[@]}" ;;
             cross-bw)  record "$label" launch "$m" "$a:1,$b:1" 2 p2p_bench -t bw \
-                           -S 4194304 "${qflag[@]}" ;;
+                           -S 16777216 "${qflag[@]}" ;;
             onnode-bw) SMHEAP_NODE_CPUS="$a=$all $b=$all" record "$label" launch "$m" \
                            "$a:2,$b:1" 3 p2p_bench -t bw -S 4194304 "${qflag[@]}" ;;
             coll-*)    record "$label" launch "$m" "$a:2,$b:2" 4 coll_bench -c "${c#coll-}" \
@@ -88,9 +104,10 @@ done
 {
     echo "bench/nodes: simulated nodes on one machine, $runs run(s)$([ "$quick" = 1 ] &&
         echo ", QUICK"), $(date -Is)"
-    echo "MPIs: ${mpis[*]} (between nodes: smheap ch3:sock's socket code, nemesis its tcp" \
-        "module; both over loopback TCP)"
-    python3 "$top/bench/nodes/report.py" "$raw" "$out"
-} | tee "$out/nodes.txt"
+    echo "MPIs: ${mpis[*]} (between nodes: smheap ch3:sock's socket code, smheap-ofi" \
+        "libfabric ${FABRIC_PROVIDER:-tcp}, nemesis its tcp module, debian UCX's tcp; all over" \
+        "loopback TCP)"
+    REF=$ref NAME=$name python3 "$top/bench/nodes/report.py" "$raw" "$out"
+} | tee "$out/$name.txt"
 
-bench_plot nodes "$out"
+bench_plot "$name" "$out"

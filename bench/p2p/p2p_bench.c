@@ -285,7 +285,8 @@ static void run(char *s, char *r)
 
 /* Is NAME one of ch3:smheap's path counters: a message counter (smheap_..._msgs),
  * smheap_copy_detours (bulk copies that avoided glibc's memcpy, see smheap_copy.h),
- * smheap_sleeps (waits that went to sleep) or smheap_ring_slow_spells? */
+ * smheap_sleeps (waits that went to sleep), smheap_ring_slow_spells, or a counter of the
+ * path between nodes (smheap_net_...: RDMA reads, registrations)? */
 static int smheap_path_counter(const char *name)
 {
     size_t n = strlen(name);
@@ -293,7 +294,7 @@ static int smheap_path_counter(const char *name)
     return strncmp(name, "smheap_", 7) == 0 &&
         ((n > 12 && strcmp(name + n - 5, "_msgs") == 0) ||
          strcmp(name, "smheap_copy_detours") == 0 || strcmp(name, "smheap_sleeps") == 0 ||
-         strcmp(name, "smheap_ring_slow_spells") == 0);
+         strcmp(name, "smheap_ring_slow_spells") == 0 || strncmp(name, "smheap_net_", 11) == 0);
 }
 
 /* This rank's path counters (continuous, unsigned long long), in index order:

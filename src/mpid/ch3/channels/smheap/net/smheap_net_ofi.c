@@ -1414,19 +1414,29 @@ static void close_fid(struct fid *f)
         PRIVATELY(fi_close(f));
 }
 
+#define FINALIZE_WAIT_S 10.0
+
 int MPIDI_CH3I_Netofi_finalize(void)
 {
     int mpi_errno = MPI_SUCCESS;
+    MPL_time_t start, now;
+    double waited;
     int i;
 
     if (!ofi.open)
         return MPI_SUCCESS;
     sigaction(SIGUSR1, &sigusr1_before, NULL);
-    /* let the last messages (ch3's close packets among them) go */
+    /* let the last messages (ch3's close packets among them) go; a provider that keeps
+     * retrying a dead peer (rxm does) gets FINALIZE_WAIT_S */
+    MPL_wtime(&start);
     while (mpi_errno == MPI_SUCCESS && (ofi.sends_out > 0 || ofi.stalled_peers != NULL)) {
         int progress = FALSE;
 
         mpi_errno = MPIDI_CH3I_Netofi_poll(&progress);
+        MPL_wtime(&now);
+        MPL_wtime_diff(&start, &now, &waited);
+        if (waited > FINALIZE_WAIT_S)
+            break;
     }
     for (i = 0; i < MPIDI_Process.my_pg->size; i++) {
         MPIDI_VC_t *vc;
