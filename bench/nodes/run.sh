@@ -39,14 +39,15 @@ qflag=()
 # The MPIs (MPIS): smheap (its default between nodes: libfabric only with a real NIC's
 # provider, else TCP sockets), smheap-ofi (the same install over libfabric with
 # FABRIC_PROVIDER, default tcp), nemesis (its tcp module), debian (Debian's MPICH 4.0.2,
-# ch4:ucx, with its own mpiexec; UCX over TCP between the nodes).  REF: the one the
+# ch4:ucx, with its own mpiexec; UCX over TCP only: with its shared-memory transports it
+# reaches across simulated nodes, which share one kernel).  REF: the one the
 # speedups are of (default smheap).
 declare -A prefix=([smheap]="$top/build/install" [smheap-ofi]="$top/build/install"
                    [nemesis]="$top/build/nemesis/install" [debian]=/usr)
 declare -A cc=([debian]=mpicc.mpich) runner=([debian]=mpiexec.mpich)
 declare -A menv=([smheap]="MPIR_CVAR_CH3_SMHEAP_NET=sock"
                  [smheap-ofi]="MPIR_CVAR_CH3_SMHEAP_NET=ofi FI_PROVIDER=${FABRIC_PROVIDER:-tcp}"
-                 [debian]="UCX_TLS=tcp,sm,self")
+                 [debian]="UCX_TLS=tcp,self")
 ref=${REF:-smheap}
 name=${NAME:-nodes}
 mpis=()
