@@ -648,6 +648,18 @@ static int flush_out(MPIDI_VC_t * vc)
     return MPI_SUCCESS;
 }
 
+/* An ACK or a PING: behind the peer's other control messages, ahead of ch3's. */
+static int send_control(MPIDI_VC_t * vc, buf_t * b)
+{
+    buf_t **at;
+
+    for (at = &vc->ch.ofi->ctl_head; *at != NULL; at = &(*at)->next)
+        continue;
+    b->next = NULL;
+    *at = b;
+    return flush_out(vc);
+}
+
 static buf_t *new_msg(MPIDI_VC_t * vc, int kind, uint64_t cookie)
 {
     buf_t *b = get_buf();
@@ -907,16 +919,12 @@ static int end_read(MPIDI_VC_t * vc)
 {
     int mpi_errno = MPI_SUCCESS;
     smheap_ofi_peer_t *peer = vc->ch.ofi;
-    buf_t *ack = new_msg(vc, MSG_ACK, peer->read_cookie), **at;
+    buf_t *ack = new_msg(vc, MSG_ACK, peer->read_cookie);
 
     MPIR_ERR_CHKANDJUMP(ack == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
     peer->reading = 0;
     ofi.reading_peers--;
-    for (at = &peer->ctl_head; *at != NULL; at = &(*at)->next)
-        continue;
-    ack->next = NULL;
-    *at = ack;
-    mpi_errno = flush_out(vc);
+    mpi_errno = send_control(vc, ack);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = deliver(vc);
     MPIR_ERR_CHECK(mpi_errno);
@@ -1356,7 +1364,7 @@ static int ping_peers(void)
     last = now;
     for (i = 0; i < MPIDI_Process.my_pg->size && mpi_errno == MPI_SUCCESS; i++) {
         MPIDI_VC_t *vc;
-        buf_t *ping, **at;
+        buf_t *ping;
 
         MPIDI_PG_Get_vc(MPIDI_Process.my_pg, i, &vc);
         if (vc->ch.ofi == NULL || vc->ch.ofi->failed)
@@ -1364,11 +1372,7 @@ static int ping_peers(void)
         ping = new_msg(vc, MSG_PING, 0);
         if (ping == NULL)
             break;
-        for (at = &vc->ch.ofi->ctl_head; *at != NULL; at = &(*at)->next)
-            continue;
-        ping->next = NULL;
-        *at = ping;
-        mpi_errno = flush_out(vc);
+        mpi_errno = send_control(vc, ping);
     }
     return mpi_errno;
 }
