@@ -40,6 +40,7 @@ noinst_HEADERS +=                                          \
     $(smheap_dir)/link/smheap_link.h                       \
     $(smheap_dir)/net/smheap_net.h                         \
     $(smheap_dir)/net/smheap_net_impl.h                    \
+    $(smheap_dir)/net/smheap_ofi.h                         \
     $(smheap_dir)/packet/smheap_packet.h                   \
     $(smheap_dir)/node/smheap_node.h                       \
     $(smheap_dir)/node/smheap_queue.h                      \
@@ -68,6 +69,9 @@ mpi_core_sources +=                                        \
     $(smheap_dir)/net/smheap_net.c                         \
     $(smheap_dir)/net/smheap_net_sock.c                    \
     $(smheap_dir)/net/smheap_net_ofi.c                     \
+    $(smheap_dir)/net/smheap_ofi_recv.c                    \
+    $(smheap_dir)/net/smheap_ofi_send.c                    \
+    $(smheap_dir)/net/smheap_ofi_fabric.c                  \
     $(smheap_dir)/packet/smheap_packet.c                   \
     $(smheap_dir)/node/smheap_queue.c                      \
     $(smheap_dir)/node/smheap_doorbell.c                   \

@@ -77,7 +77,7 @@ typedef struct MPIDI_CH3I_VC {
     int recv_piece;             /* how the posted data read was cut (net/smheap_net_sock.c) */
     int send_piece;             /* how the posted data write was cut */
     /* A rank of our job on another node reached over libfabric instead: its address and
-     * what is in flight with it (net/smheap_net_ofi.c); NULL for a socket VC. */
+     * what is in flight with it (net/smheap_ofi.h); NULL for a socket VC. */
     struct smheap_ofi_peer *ofi;
 } MPIDI_CH3I_VC;
 

@@ -3,8 +3,8 @@
  * this job there, or processes of another job), all that the rest of the channel may use
  * of net/.  The ch3 layer sends through it and its progress engine polls it; received
  * packets go to ch3 through packet/.  Two transports behind these functions: ch3's socket
- * utilities over TCP (smheap_net_sock.c), and libfabric (smheap_net_ofi.c), chosen by
- * MPIR_CVAR_CH3_SMHEAP_NET (smheap_net.c).
+ * utilities over TCP (smheap_net_sock.c), and libfabric (smheap_net_ofi.c and the
+ * smheap_ofi_*.c files below it), chosen by MPIR_CVAR_CH3_SMHEAP_NET (smheap_net.c).
  */
 
 #ifndef SMHEAP_NET_H_INCLUDED

@@ -5,7 +5,7 @@
  * - sockets (smheap_net_sock.c): ch3's socket utilities over TCP.  Always open: they
  *   reach processes of other jobs (dynamic processes), and every rank of a job when the
  *   job does not use libfabric.
- * - libfabric (smheap_net_ofi.c): the ranks of our own job on other nodes, when
+ * - libfabric (smheap_net_ofi.c, smheap_ofi.h): the ranks of our own job on other nodes, when
  *   MPIR_CVAR_CH3_SMHEAP_NET chose it and both ends have the same provider.
  */
 
