@@ -86,7 +86,10 @@ else
     test_config+=(--disable-fortran)
 fi
 [ -x "$prefix/bin/mpicxx" ] || test_config+=(--disable-cxx)
-if [ ! -f "$obj/Makefile" ] || [ "$(cat "$obj/.configured" 2>/dev/null)" != "${test_config[*]}" ]
+# Configured again for other options or a new MPICH source (maint/setup.sh unpacks it again
+# when the patches change; make would then rerun configure itself, without the F08 switch).
+configured="${test_config[*]} $(stat -c %Y "$src/test/mpi/configure")"
+if [ ! -f "$obj/Makefile" ] || [ "$(cat "$obj/.configured" 2>/dev/null)" != "$configured" ]
 then
     echo "== configuring MPICH's test/mpi against $prefix"
     rm -rf "$obj" && mkdir -p "$obj"
@@ -103,7 +106,7 @@ then
             -e 's/^S\["f08dir"\]="#"$/S["f08dir"]="f08"/' config.status &&
             ./config.status > config.status.log 2>&1) || { echo "cannot turn f08 on" >&2; exit 2; }
     fi
-    echo "${test_config[*]}" > "$obj/.configured"
+    echo "$configured" > "$obj/.configured"
 fi
 
 runtests="$obj/runtests"

@@ -63,12 +63,14 @@ extract_inputs() {
 }
 regen_extracted() {
     step "extracting error messages and CVARs"
+    # CVARs first: the code they generate uses error messages (patch 0013), which the
+    # extraction of messages then finds in use and keeps.
     (cd "$src" &&
+        ./maint/extractcvars --dirs="$(cat maint/cvardirs)" > /dev/null &&
         maint/extracterrmsgs -careful=unusederr.txt -skip=src/util/multichannel/mpi.c \
             $(cat maint/errmsgdirs) > .tmp 2> .err &&
         ! grep -v "Warning:" .err &&
-        mv .tmp src/mpi/errhan/defmsg.h &&
-        ./maint/extractcvars --dirs="$(cat maint/cvardirs)" > /dev/null) ||
+        mv .tmp src/mpi/errhan/defmsg.h) ||
         { echo "smheap: extracting error messages/CVARs failed" >&2; exit 1; }
 }
 

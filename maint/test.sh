@@ -301,7 +301,12 @@ malformed_setting_stops_job() {
     out=$(MPIR_CVAR_CH3_SMHEAP_SIZE=12X timeout 60 "$bin/mpiexec" -n 2 "$work/ring" 2>&1)
     [ $? != 0 ] || { echo "$out"; echo "the job did not stop"; return 1; }
     echo "$out"
-    echo "$out" | grep -q 'MPIR_CVAR_CH3_SMHEAP_SIZE=12X is not a size'
+    echo "$out" | grep -q 'MPIR_CVAR_CH3_SMHEAP_SIZE=12X is not a size' || return 1
+    # a choice the CVAR does not have: named, with those it has (patch 0013)
+    out=$(MPIR_CVAR_CH3_SMHEAP_NET=infiniband timeout 60 "$bin/mpiexec" -n 2 "$work/ring" 2>&1)
+    [ $? != 0 ] || { echo "$out"; echo "the job did not stop"; return 1; }
+    echo "$out"
+    echo "$out" | grep -q 'Invalid MPIR_CVAR_CH3_SMHEAP_NET value (infiniband): it takes one of auto, ofi, sock'
 }
 two_jobs_at_once() {
     # Two jobs on the node at the same time each get their own shared heap.

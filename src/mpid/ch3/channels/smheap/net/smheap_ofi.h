@@ -149,6 +149,8 @@ typedef struct smheap_ofi {
     int mr_local, mr_virt, mr_endpoint;     /* what the provider wants of registrations */
     uint64_t next_key;
     size_t max_msg;
+    size_t data_max;            /* the largest DATA message: what the provider sends eagerly */
+    size_t copy_max;            /* larger data goes by READ */
     struct fid_mr *heap_mr;     /* the node's shared heap */
     uintptr_t heap_base;
     size_t heap_size;

@@ -338,6 +338,20 @@ static int post_receives(void)
     return ret;
 }
 
+/* The largest message the provider sends eagerly, where it says: rxm (the RDM layer over
+ * tcp and verbs) its eager limit, FI_OFI_RXM_EAGER_LIMIT, 16 KiB unless set; a larger one
+ * takes rxm's segmentation or rendezvous, dearer than a few eager messages.  Others: a
+ * buffer. */
+static size_t eager_limit(const struct fi_info *info)
+{
+    const char *limit = getenv("FI_OFI_RXM_EAGER_LIMIT");
+    size_t bytes = BUF_BYTES;
+
+    if (strstr(info->fabric_attr->prov_name, "ofi_rxm") != NULL)
+        bytes = limit != NULL && atol(limit) > 0 ? (size_t) atol(limit) : 16384;
+    return MPL_MAX(MPL_MIN(bytes, BUF_BYTES), sizeof(hdr_t) + sizeof(MPIDI_CH3_Pkt_t));
+}
+
 /* Open the endpoint of `info` (ours from now on), register the heap, post the receives:
  * 0 or libfabric's error. */
 int smheap_ofi_open(struct fi_info *info)
@@ -351,6 +365,8 @@ int smheap_ofi_open(struct fi_info *info)
     smheap_ofi.mr_virt = (mr_mode & FI_MR_VIRT_ADDR) != 0 || mr_mode == FI_MR_BASIC;
     smheap_ofi.mr_endpoint = (mr_mode & FI_MR_ENDPOINT) != 0;
     smheap_ofi.max_msg = info->ep_attr->max_msg_size;
+    smheap_ofi.data_max = eager_limit(info);
+    smheap_ofi.copy_max = BUF_BYTES - sizeof(hdr_t);
     smheap_ofi.next_key = 1;
     PRIVATELY(ret = open_endpoint());
     if (ret == 0)

@@ -119,20 +119,52 @@ static size_t iov_bytes(const struct iovec *iov, int n)
     return total;
 }
 
-/* Copy iov[0..n) into one DATA message. */
-static buf_t *data_msg(MPIDI_VC_t * vc, const struct iovec *iov, int n)
+static void append(buf_t * b, buf_t ** head, buf_t ** tail)
 {
-    buf_t *b = smheap_ofi_new_msg(vc, MSG_DATA, 0);
-    int i;
+    b->next = NULL;
+    if (*tail)
+        (*tail)->next = b;
+    else
+        *head = b;
+    *tail = b;
+}
 
-    if (b == NULL)
-        return NULL;
-    for (i = 0; i < n; i++) {
-        memcpy(b->data + b->len, iov[i].iov_base, iov[i].iov_len);
-        b->len += iov[i].iov_len;
+/* Copy iov[0..n) into DATA messages of at most smheap_ofi.data_max bytes each (what the
+ * provider sends eagerly: a larger message would take its own rendezvous), appended to
+ * the list.  0, or -1 for want of memory. */
+static int data_msgs(MPIDI_VC_t * vc, const struct iovec *iov, int n, buf_t ** head,
+                     buf_t ** tail)
+{
+    size_t off = 0;
+    int i = 0, first = 1;
+
+    for (;;) {
+        buf_t *b;
+
+        while (i < n && off == iov[i].iov_len) {
+            i++;
+            off = 0;
+        }
+        if (i == n && !first)
+            return 0;
+        first = 0;
+        b = smheap_ofi_new_msg(vc, MSG_DATA, 0);
+        if (b == NULL)
+            return -1;
+        while (i < n && b->len < smheap_ofi.data_max) {
+            size_t len = MPL_MIN(iov[i].iov_len - off, smheap_ofi.data_max - b->len);
+
+            memcpy(b->data + b->len, (char *) iov[i].iov_base + off, len);
+            b->len += len;
+            off += len;
+            if (off == iov[i].iov_len) {
+                i++;
+                off = 0;
+            }
+        }
+        append(b, head, tail);
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_net_ofi_data_msgs, 1);
     }
-    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_net_ofi_data_msgs, 1);
-    return b;
 }
 
 /* A READ for sreq's iov[0..n) (iov[0] a packet header if has_pkt): name where each piece
@@ -202,8 +234,8 @@ static int request_sent(MPIDI_VC_t * vc, MPIR_Request * sreq, int *complete)
 }
 
 /* Queue the messages that send iov[0..n) of sreq (NULL: a message without a request; one
- * is made if its data must be read) onto `list`, in order.  DATA messages complete the
- * request as they copy; a READ leaves it to the ACK. */
+ * is made if its data must be read) onto the list head..tail, in order.  DATA messages
+ * complete the request as they copy; a READ leaves it to the ACK. */
 static int describe(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, int n, int has_pkt,
                     MPIR_Request ** made, buf_t ** head, buf_t ** tail)
 {
@@ -211,15 +243,16 @@ static int describe(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, int
 
     for (;;) {
         size_t bytes = iov_bytes(iov, n);
-        buf_t *b;
         int complete;
 
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_remote_bytes,
                                 bytes - (has_pkt ? sizeof(MPIDI_CH3_Pkt_t) : 0));
-        if (sizeof(hdr_t) + bytes <= BUF_BYTES) {
-            b = data_msg(vc, iov, n);
-            MPIR_ERR_CHKANDJUMP(b == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        if (bytes <= smheap_ofi.copy_max) {
+            MPIR_ERR_CHKANDJUMP(data_msgs(vc, iov, n, head, tail) != 0, mpi_errno,
+                                MPI_ERR_OTHER, "**nomem");
         } else {
+            buf_t *b;
+
             if (sreq == NULL) {
                 sreq = MPIR_Request_create(MPIR_REQUEST_KIND__SEND);
                 MPIR_ERR_CHKANDJUMP(sreq == NULL, mpi_errno, MPI_ERR_OTHER, "**nomemreq");
@@ -230,14 +263,10 @@ static int describe(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec *iov, int
             b = read_msg(vc, sreq, iov, n, has_pkt);
             MPIR_ERR_CHKANDJUMP1(b == NULL, mpi_errno, MPI_ERR_OTHER, "**smheap_ofi_reg",
                                  "**smheap_ofi_reg %d", vc->pg_rank);
+            append(b, head, tail);
+            break;      /* the ACK goes on with the request */
         }
-        b->next = NULL;
-        if (*tail)
-            (*tail)->next = b;
-        else
-            *head = b;
-        *tail = b;
-        if (((hdr_t *) b->data)->kind == MSG_READ || sreq == NULL)
+        if (sreq == NULL)
             break;
         mpi_errno = request_sent(vc, sreq, &complete);
         MPIR_ERR_CHECK(mpi_errno);
