@@ -296,7 +296,7 @@ static int ping_peers(void)
         buf_t *ping;
 
         MPIDI_PG_Get_vc(MPIDI_Process.my_pg, i, &vc);
-        if (vc->ch.ofi == NULL || vc->ch.ofi->failed)
+        if (vc->ch.ofi == NULL || vc->ch.ofi->failed || smheap_ofi_peer_may_have_left(vc))
             continue;
         ping = smheap_ofi_new_msg(vc, MSG_PING, 0);
         if (ping == NULL)
@@ -335,9 +335,10 @@ int MPIDI_CH3I_Netofi_sleep(int wake_fd, int timeout_ms, int *made_progress, int
 /* Tear-down                                                                            */
 
 /* ch3's close protocol with the VC is over: what we queued for it still goes (the
- * endpoint closes only when nothing is left, in _finalize). */
+ * endpoint closes only when nothing is left, in _finalize); the peer may leave. */
 int MPIDI_CH3I_Netofi_terminate(MPIDI_VC_t * vc)
 {
+    vc->ch.ofi->closed = 1;
     return MPIDI_CH3U_Handle_connection(vc, MPIDI_VC_EVENT_TERMINATED);
 }
 

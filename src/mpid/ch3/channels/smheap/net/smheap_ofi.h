@@ -102,6 +102,7 @@ typedef struct smheap_ofi_peer {
     fi_addr_t addr;
     int rank;
     int failed;
+    int closed;                 /* ch3's close protocol with it is over */
     /* sending: messages not handed to the provider yet, in order */
     buf_t *out_head, *out_tail;
     buf_t *ctl_head;            /* ACKs, which go before ch3's messages */
@@ -185,6 +186,7 @@ read_op_t *smheap_ofi_get_op(void);
 void smheap_ofi_put_op(read_op_t * op);
 
 /* smheap_ofi_send.c */
+int smheap_ofi_peer_may_have_left(MPIDI_VC_t * vc);
 int smheap_ofi_peer_lost(MPIDI_VC_t * vc, int ret);
 int smheap_ofi_peer_lost_as(MPIDI_VC_t * vc, const char *how);
 buf_t *smheap_ofi_new_msg(MPIDI_VC_t * vc, int kind, uint64_t cookie);

@@ -239,6 +239,13 @@ int smheap_ofi_received(buf_t * b, size_t len)
     if (len < sizeof(hdr_t) || h->src >= (uint32_t) MPIDI_Process.my_pg->size)
         return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_FATAL, __func__, __LINE__,
                                     MPI_ERR_INTERN, "**smheap_ofi_recv", NULL);
+    MPIDI_PG_Get_vc(MPIDI_Process.my_pg, (int) h->src, &vc);
+    /* a peer we closed with, or lost, has nothing more for ch3 (a PING of a rank still
+     * closing with others, a CLOSE ack behind the error that ended it) */
+    if (vc->ch.ofi != NULL && (vc->ch.ofi->closed || vc->ch.ofi->failed))
+        return smheap_ofi_post_recv(b) == 0 ? MPI_SUCCESS :
+            MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_FATAL, __func__, __LINE__,
+                                 MPI_ERR_OTHER, "**smheap_ofi_recv", NULL);
     MPIDI_PG_Get_vc_set_active(MPIDI_Process.my_pg, (int) h->src, &vc);
     if (vc->ch.ofi == NULL && !MPIDI_CH3I_Netofi_claim(vc))
         return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_FATAL, __func__, __LINE__,

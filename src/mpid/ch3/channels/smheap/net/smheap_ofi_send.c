@@ -19,10 +19,28 @@ int smheap_ofi_peer_lost_as(MPIDI_VC_t * vc, const char *how)
                                 "**smheap_ofi_lost %d %s", vc->pg_rank, how);
 }
 
-/* An operation with the peer failed with libfabric's error ret. */
+/* Whether the peer may have closed its endpoint and left in good order: it sends its last
+ * message of ch3's close protocol (a CLOSE ack) before it leaves, so from CLOSE_ACKED on
+ * we owe it nothing and it owes us at most that ack. */
+int smheap_ofi_peer_may_have_left(MPIDI_VC_t * vc)
+{
+    return vc->ch.ofi->closed || vc->state == MPIDI_VC_STATE_CLOSE_ACKED ||
+        vc->state == MPIDI_VC_STATE_CLOSED || vc->state == MPIDI_VC_STATE_MORIBUND;
+}
+
+/* An operation with the peer failed with libfabric's error ret: a lost peer, unless it
+ * may have left in good order.  Then nothing more goes to it, and a close still waiting
+ * for its ack ends as ch3 ends one whose connection closed (there is nothing in flight
+ * either way at that step); an ack that arrives after is dropped with the rest of what
+ * a failed peer sends. */
 int smheap_ofi_peer_lost(MPIDI_VC_t * vc, int ret)
 {
-    return smheap_ofi_peer_lost_as(vc, fi_strerror(ret));
+    if (!smheap_ofi_peer_may_have_left(vc))
+        return smheap_ofi_peer_lost_as(vc, fi_strerror(ret));
+    vc->ch.ofi->failed = 1;
+    if (vc->state == MPIDI_VC_STATE_CLOSE_ACKED)
+        return MPIDI_CH3U_Handle_connection(vc, MPIDI_VC_EVENT_TERMINATED);
+    return MPI_SUCCESS;
 }
 
 /* Hand one message to the provider: 0, or -FI_EAGAIN (then poll tries again), or the
