@@ -153,7 +153,8 @@ typedef pthread_mutex_t MPIDI_CH3I_SHM_MUTEX;
     void *info_shm_base_addr;   /* base address of shared memory for window info */     \
     MPI_Aint info_shm_segment_len; /* size of shared memory for window info */          \
     MPL_shm_hnd_t info_shm_segment_handle; /* handle to shared memory for window info */ \
-    struct MPIDI_CH3I_Win_heap *smheap; /* what the shared heap adds (ch3_win.c) */
+    struct MPIDI_CH3I_Win_heap *smheap; /* what the shared heap adds (ch3_win.c) */     \
+    unsigned char *smheap_in_place; /* by rank: its memory is in the heap (NULL: all) */
 
 /* Where ch3's RMA operations went (MPI_T smheap_rma_ops_in_place, smheap_rma_ops_queued). */
 extern unsigned long long PVAR_COUNTER_smheap_rma_ops_in_place;
@@ -161,11 +162,14 @@ extern unsigned long long PVAR_COUNTER_smheap_rma_ops_queued;
 #define MPIDI_CH3_RMA_OP_IN_PLACE(win_ptr) (PVAR_COUNTER_smheap_rma_ops_in_place++)
 #define MPIDI_CH3_RMA_OP_QUEUED(win_ptr) (PVAR_COUNTER_smheap_rma_ops_queued++)
 
-/* A dynamic window of ranks that share the heap is a shared-memory window, but only the
- * target bytes in the heap can be reached in place (ch3_win.c). */
+/* A window of ranks that share the heap may be a shared-memory window whose memory is only
+ * partly in the heap: a dynamic window (the target bytes checked operation by operation),
+ * or one of MPI_Win_create where some ranks gave memory outside it (ch3_win.c).  Only what
+ * lies in the heap is reached in place. */
 int MPIDI_CH3I_Win_dynamic_in_place(MPI_Aint disp, MPI_Aint count, MPI_Datatype datatype);
-#define MPIDI_CH3_RMA_TARGET_IN_PLACE(win_ptr, disp, count, datatype)                       \
-    ((win_ptr)->create_flavor != MPI_WIN_FLAVOR_DYNAMIC ||                                  \
-     MPIDI_CH3I_Win_dynamic_in_place(disp, count, datatype))
+#define MPIDI_CH3_RMA_TARGET_IN_PLACE(win_ptr, target_rank, disp, count, datatype)          \
+    ((win_ptr)->create_flavor == MPI_WIN_FLAVOR_DYNAMIC ?                                   \
+     MPIDI_CH3I_Win_dynamic_in_place(disp, count, datatype) :                               \
+     (win_ptr)->smheap_in_place == NULL || (win_ptr)->smheap_in_place[target_rank])
 
 #endif /* MPIDI_CH3_PRE_H_INCLUDED */

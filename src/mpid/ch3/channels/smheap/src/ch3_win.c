@@ -45,10 +45,12 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_ALL_EQ
       description : >-
-        ch3:smheap: windows of MPI_Win_create whose memory lies in the shared heap on every
-        rank of a node are accessed in place by the node's origins, and windows whose ranks
-        all share the heap take passive-target locks in the heap, without the target.  0
-        leaves both to ch3 (packets the target answers from its progress engine).
+        ch3:smheap: windows of MPI_Win_create whose memory lies in the shared heap are
+        accessed in place by the node's origins (where the window's ranks all share the
+        heap, the targets whose memory is in it; else where it is so on every rank of the
+        node), and windows whose ranks all share the heap take passive-target locks in the
+        heap, without the target.  0 leaves both to ch3 (packets the target answers from
+        its progress engine).
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -385,9 +387,10 @@ static int ch3_window_busy(MPIR_Win * win)
 }
 
 /* A fence is a barrier where every operation before it was done in place: on windows
- * whose operations all are, always; on dynamic windows whose ranks share the heap (their
- * operations on bytes outside it go as packets), when no rank has anything of ch3's in
- * flight, which they agree on with one allreduce (itself the barrier); else ch3 fences. */
+ * whose operations all are, always; on windows of heap-sharing ranks reached in place only
+ * in part (dynamic ones, or with some memory outside the heap: operations on it go as
+ * packets), when no rank has anything of ch3's in flight, which they agree on with one
+ * allreduce (itself the barrier); else ch3 fences. */
 static int win_fence(MPIR_Win * win, int assert, int *done)
 {
     struct MPIDI_CH3I_Win_heap *h = win->smheap;
@@ -621,21 +624,48 @@ static int attach_locks(MPIR_Win * win, struct MPIDI_CH3I_Win_heap *h)
     goto fn_exit;
 }
 
-/* Is the memory of every rank of this node, in the window, in the heap? */
-static int node_memory_in_heap(MPIR_Win * win)
+/* Does window rank r's memory lie in the heap of this node's ranks? */
+static int memory_in_heap(MPIR_Win * win, int r)
+{
+    return MPIDI_CH3I_Smheap_node_rank(win->comm_ptr, r) >= 0 &&
+        smheap_holds(win->basic_info_table[r].base_addr, (size_t) win->basic_info_table[r].size);
+}
+
+enum node_memory { MEMORY_IN_HEAP_NONE, MEMORY_IN_HEAP_SOME, MEMORY_IN_HEAP_ALL };
+
+/* How much of the memory of this node's ranks, in a window of MPI_Win_create, is in the
+ * heap (the same answer on all of them). */
+static enum node_memory node_memory(MPIR_Win * win)
 {
     MPIR_Comm *comm = win->comm_ptr;
-    int r;
+    int r, in = 0, out = 0;
 
     for (r = 0; r < comm->local_size; r++) {
         if (comm->intranode_table[r] < 0)
             continue;
-        if (MPIDI_CH3I_Smheap_node_rank(comm, r) < 0 ||
-            !smheap_holds(win->basic_info_table[r].base_addr,
-                          (size_t) win->basic_info_table[r].size))
-            return FALSE;
+        if (memory_in_heap(win, r))
+            in++;
+        else
+            out++;
     }
-    return TRUE;
+    return out == 0 ? MEMORY_IN_HEAP_ALL : in == 0 ? MEMORY_IN_HEAP_NONE : MEMORY_IN_HEAP_SOME;
+}
+
+/* Which ranks' memory an origin reaches in place, where only some of it is in the heap
+ * (MPIDI_CH3_RMA_TARGET_IN_PLACE). */
+static int mark_targets_in_place(MPIR_Win * win)
+{
+    MPIR_Comm *comm = win->comm_ptr;
+    int mpi_errno = MPI_SUCCESS, r;
+
+    win->smheap_in_place = MPL_calloc(comm->local_size, 1, MPL_MEM_RMA);
+    MPIR_ERR_CHKANDJUMP(win->smheap_in_place == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    for (r = 0; r < comm->local_size; r++)
+        win->smheap_in_place[r] = comm->intranode_table[r] >= 0 && memory_in_heap(win, r);
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 /* Are the target bytes of an operation on a dynamic window in the heap?  Their address is
@@ -655,7 +685,7 @@ int MPIDI_CH3I_Win_dynamic_in_place(MPI_Aint disp, MPI_Aint count, MPI_Datatype 
 }
 
 /* Make a window a shared-memory window: its node's ranks reach each other's memory at the
- * addresses they gave (MPI_Win_create, the node's memory being in the heap), or at the
+ * addresses they gave (MPI_Win_create, where that memory is in the heap), or at the
  * displacements themselves (dynamic).  Collective over the window. */
 static int make_heap_window(MPIR_Win * win, struct MPIDI_CH3I_Win_heap *h)
 {
@@ -664,9 +694,9 @@ static int make_heap_window(MPIR_Win * win, struct MPIDI_CH3I_Win_heap *h)
     MPI_Aint where = 0;
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
     int mpi_errno = MPI_SUCCESS, r, dynamic = win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC;
+    enum node_memory memory = dynamic ? MEMORY_IN_HEAP_SOME : node_memory(win);
 
-    if (node_comm == NULL || comm->intranode_table == NULL ||
-        (!dynamic && !node_memory_in_heap(win)))
+    if (node_comm == NULL || comm->intranode_table == NULL || memory == MEMORY_IN_HEAP_NONE)
         goto fn_exit;
 
     /* the node's first rank makes the accumulates' mutex, in its slice */
@@ -699,6 +729,10 @@ static int make_heap_window(MPIR_Win * win, struct MPIDI_CH3I_Win_heap *h)
     for (r = 0; r < comm->local_size && !dynamic; r++)
         if (comm->intranode_table[r] >= 0)
             win->shm_base_addrs[comm->intranode_table[r]] = win->basic_info_table[r].base_addr;
+    if (!dynamic && memory == MEMORY_IN_HEAP_SOME) {
+        mpi_errno = mark_targets_in_place(win);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
     win->shm_mutex = MPIR_Aint_to_ptr(where);
     win->shm_allocated = TRUE;
     h->heap_memory = TRUE;
@@ -721,23 +755,27 @@ static int serve_window(MPIR_Win * win)
     MPIR_ERR_CHKANDJUMP(h == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
     h->my_rank = win->comm_ptr->rank;
     win->smheap = h;
-    if (win->create_flavor == MPI_WIN_FLAVOR_CREATE && !win->shm_allocated) {
+    if (win->create_flavor == MPI_WIN_FLAVOR_CREATE && !win->shm_allocated &&
+        node_memory(win) == MEMORY_IN_HEAP_ALL) {
         mpi_errno = make_heap_window(win, h);
         MPIR_ERR_CHECK(mpi_errno);
     }
-    /* Dynamic windows only where locks are taken in the heap as well: ch3 locks node-local
-     * targets of a shared-memory window ahead of MPI_Win_lock_all, and would lock again
-     * those that its packets reach. */
+    /* Windows reached in place only in part (dynamic ones, and those of MPI_Win_create with
+     * some memory outside the heap) only where locks are taken in the heap as well: ch3
+     * locks node-local targets of a shared-memory window ahead of MPI_Win_lock_all, and
+     * would lock again those that its packets reach. */
     if (all_share_heap(win->comm_ptr)) {
         mpi_errno = attach_locks(win, h);
         MPIR_ERR_CHECK(mpi_errno);
-        if (h->locks_in_place && win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        if (h->locks_in_place && !win->shm_allocated &&
+            (win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC ||
+             win->create_flavor == MPI_WIN_FLAVOR_CREATE)) {
             mpi_errno = make_heap_window(win, h);
             MPIR_ERR_CHECK(mpi_errno);
         }
         /* every operation in place: nobody's packets need a target's progress */
         h->epochs_in_place = h->locks_in_place && win->shm_allocated &&
-            win->create_flavor != MPI_WIN_FLAVOR_DYNAMIC;
+            win->create_flavor != MPI_WIN_FLAVOR_DYNAMIC && win->smheap_in_place == NULL;
     }
   fn_exit:
     return mpi_errno;
@@ -780,6 +818,7 @@ static int win_init(MPI_Aint size, int disp_unit, int create_flavor, int model,
                     MPIR_Info * info, MPIR_Comm * comm, MPIR_Win ** win)
 {
     (*win)->smheap = NULL;
+    (*win)->smheap_in_place = NULL;
     return ch3_hooks.win_init ? ch3_hooks.win_init(size, disp_unit, create_flavor, model,
                                                    info, comm, win) : MPI_SUCCESS;
 }
@@ -821,6 +860,8 @@ static int win_free(MPIR_Win ** win)
     MPL_free(h->wake);
     MPL_free(h);
     (*win)->smheap = NULL;
+    MPL_free((*win)->smheap_in_place);
+    (*win)->smheap_in_place = NULL;
   fn_exit:
     return mpi_errno;
   fn_fail:
