@@ -425,19 +425,30 @@ malformed_preload_stops_launch() {
 }
 debian_program_runs() {
     # Programs built with Debian's own MPICH 4.0.2 (libmpich-dev: mpicc.mpich, mpifort.mpich)
-    # run unmodified here: they load libmpich.so.12 (and libmpichfort.so.12), which this
-    # install provides, found through LD_LIBRARY_PATH.  The programs' own MPI_T checks prove
-    # that the heap and single-copy paths ran (and ring77, which calls only libmpichfort,
-    # that the heap serves malloc): under Debian's library they find no smheap counters.
-    local lib="$prefix/lib" p out
+    # run unmodified under this install's mpiexec, with nothing set: by themselves they load
+    # Debian's libmpich.so.12 (and libmpichfort.so.12) from the system's directories, and the
+    # processes mpiexec starts look in this install's lib directory first (patch 0014).  The
+    # programs' own MPI_T checks prove that the heap and single-copy paths ran (and ring77,
+    # which calls only libmpichfort, that the heap serves malloc): under Debian's library
+    # they find no smheap counters; library_version names the device.  A user's own
+    # LD_LIBRARY_PATH keeps its precedence: Debian's library, named there, runs.
+    local p out
+    env -u LD_LIBRARY_PATH ldd "$work/debian_library_version" |
+        grep "libmpich.so.12 => /.*x86_64-linux-gnu/libmpich.so.12" || return 1
     for p in single_copy ring77 alloc90; do
-        LD_LIBRARY_PATH="$lib" ldd "$work/debian_$p" | grep "libmpich" || return 1
-        LD_LIBRARY_PATH="$lib" ldd "$work/debian_$p" | grep -q "libmpich.so.12 => $lib/" ||
-            return 1
-        out=$(LD_LIBRARY_PATH="$lib" timeout 120 "$bin/mpiexec" -n 2 "$work/debian_$p" 2>&1)
+        out=$(env -u LD_LIBRARY_PATH timeout 120 "$bin/mpiexec" -n 2 "$work/debian_$p" 2>&1)
         echo "$out"
         echo "$out" | grep -q 'No Errors' || return 1
     done
+    out=$(env -u LD_LIBRARY_PATH timeout 120 "$bin/mpiexec" -n 2 "$work/debian_library_version")
+    echo "$out" | grep 'MPICH Device:' | grep -q 'ch3:smheap' || { echo "$out"; return 1; }
+    mkdir -p "$work/debian-lib"
+    ln -sf "$(env -u LD_LIBRARY_PATH ldd "$work/debian_library_version" |
+        sed -n 's/.*libmpich.so.12 => \([^ ]*\).*/\1/p')" "$work/debian-lib/libmpich.so.12"
+    out=$(LD_LIBRARY_PATH="$work/debian-lib" timeout 120 "$bin/mpiexec" -n 2 \
+        "$work/debian_library_version")
+    echo "$out" | grep 'MPICH Device:'
+    echo "$out" | grep 'MPICH Device:' | grep -vq 'ch3:smheap'
 }
 # memcheck replaces every malloc it finds unless told --soname-synonyms=somalloc=
 # nouserintercepts; both ways must work.
@@ -474,6 +485,7 @@ valgrind_reports() {
 build_with_debian_mpich() {
     local p
     mpicc.mpich -o "$work/debian_single_copy" "$top/test/mpi/pt2pt/single_copy.c" &&
+        mpicc.mpich -o "$work/debian_library_version" "$top/test/checks/library_version.c" &&
         mpicc.mpich -shared -fPIC -o "$work/libcounters.so" "$top/test/mpi/fortran/counters.c" ||
         return 1
     for p in ring77.f alloc90.f90; do
