@@ -432,9 +432,11 @@ debian_program_runs() {
     # which calls only libmpichfort, that the heap serves malloc): under Debian's library
     # they find no smheap counters; library_version names the device.  A user's own
     # LD_LIBRARY_PATH keeps its precedence: Debian's library, named there, runs.
-    local p out
-    env -u LD_LIBRARY_PATH ldd "$work/debian_library_version" |
-        grep "libmpich.so.12 => /.*x86_64-linux-gnu/libmpich.so.12" || return 1
+    local p out debian_lib
+    debian_lib=$(env -u LD_LIBRARY_PATH ldd "$work/debian_library_version" |
+        sed -n 's/.*libmpich.so.12 => \([^ ]*\).*/\1/p')
+    echo "by itself: libmpich.so.12 => $debian_lib"
+    [[ "$debian_lib" == /*x86_64-linux-gnu/libmpich.so.12 ]] || return 1
     for p in single_copy ring77 alloc90; do
         out=$(env -u LD_LIBRARY_PATH timeout 120 "$bin/mpiexec" -n 2 "$work/debian_$p" 2>&1)
         echo "$out"
@@ -443,8 +445,7 @@ debian_program_runs() {
     out=$(env -u LD_LIBRARY_PATH timeout 120 "$bin/mpiexec" -n 2 "$work/debian_library_version")
     echo "$out" | grep 'MPICH Device:' | grep -q 'ch3:smheap' || { echo "$out"; return 1; }
     mkdir -p "$work/debian-lib"
-    ln -sf "$(env -u LD_LIBRARY_PATH ldd "$work/debian_library_version" |
-        sed -n 's/.*libmpich.so.12 => \([^ ]*\).*/\1/p')" "$work/debian-lib/libmpich.so.12"
+    ln -sf "$debian_lib" "$work/debian-lib/libmpich.so.12"
     out=$(LD_LIBRARY_PATH="$work/debian-lib" timeout 120 "$bin/mpiexec" -n 2 \
         "$work/debian_library_version")
     echo "$out" | grep 'MPICH Device:'
