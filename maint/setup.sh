@@ -124,12 +124,13 @@ compilers="CC=gcc CXX=g++ FC=gfortran"     # part of a build's configuration (be
 
 # jemalloc for the shared heap, from Debian's source package (with Debian's patches):
 # public API renamed to smheap_je_* and hidden, so it never competes with any other malloc;
-# global-dynamic TLS, because initial-exec TLS makes dlopen() of libmpi fail, with the
-# patches in maint/patches/jemalloc (each says why); a static PIC archive linked into
-# libmpi and into the heap's unit tests.
+# no TLS (force_tls=0, jemalloc's own switch for platforms without it: its thread data go
+# behind a pthread key, which a libmpi loaded with dlopen needs), with the patches in
+# maint/patches/jemalloc (each says why); a static PIC archive linked into libmpi and into
+# the heap's unit tests.
 jemalloc="$BUILD_DIR/jemalloc"
 jemalloc_flags=(--with-jemalloc-prefix=smheap_je_ --with-private-namespace=smheap_je_int_
-                --without-export --disable-initial-exec-tls --disable-cxx --disable-stats
+                --without-export force_tls=0 --disable-cxx --disable-stats
                 --disable-prof --disable-fill --disable-utrace --disable-libdl --disable-doc
                 --disable-shared --with-lg-page=12 --with-lg-hugepage=21
                 --with-version="${JEMALLOC_VERSION}-0-g0000000000000000000000000000000000000000")

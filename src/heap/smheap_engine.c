@@ -3,7 +3,8 @@
  * from this rank's slice of the region.
  *
  * jemalloc (Debian's source package, built by maint/setup.sh with the prefix smheap_je_,
- * hidden symbols and global-dynamic TLS so that a dlopen()ed libmpi still loads) gets
+ * hidden symbols and its thread data behind a pthread key, so that a dlopen()ed libmpi
+ * can serve malloc: maint/patches/jemalloc/0001) gets
  * arenas whose extent hooks hand out the slice with bump pointers.  Their metadata stays
  * in private memory (metadata_use_hooks = false), so a forked child that runs jemalloc's
  * fork handlers cannot rewrite the parent's arena.  Pages are committed with fallocate

@@ -60,9 +60,9 @@ struct smheap_forwarders {
 void smheap_family_forwarded(const struct smheap_forwarders *forwarders);
 
 /* Defined by libsmheap_preload.so: from now on its family calls heap's.  Returns its own
- * definitions, or NULL if another heap attached first or the program's main has started
- * (libmpi loaded with dlopen).  The heap looks it up with dlsym
- * when it loads; the name is also what tells that the library was preloaded. */
+ * definitions, or NULL if another heap attached first.  The heap looks it up with dlsym
+ * when it loads (at start-up, or inside the dlopen of libmpi); the name is also what tells
+ * that the library was preloaded. */
 #define SMHEAP_PRELOAD_ATTACH "smheap_preload_attach"
 typedef const struct smheap_forwarders *smheap_preload_attach_fn(const struct smheap_family *heap);
 smheap_preload_attach_fn smheap_preload_attach;

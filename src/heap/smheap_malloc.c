@@ -435,7 +435,7 @@ EXPORT_AGAIN(malloc_usable_size);
 #define MAX_FORWARDERS 2
 static const struct smheap_forwarders *_Atomic forwarders[MAX_FORWARDERS];
 static int preload_attached;    /* libsmheap_preload.so took the heap's family */
-static int preload_refused;     /* it was there but would not (libmpi came with dlopen) */
+static int preload_refused;     /* it was there, but another libmpi took it first */
 
 PUBLIC void smheap_family_forwarded(const struct smheap_forwarders *f)
 {
@@ -535,8 +535,8 @@ int smheap_selftest(char *why, size_t why_len)
     if (!family_is_ours()) {
         snprintf(why, why_len, "malloc is not the shared heap's here: %s",
                  preload_attached ? "another allocator was preloaded ahead of the heap's" :
-                 preload_refused ? "libmpi was loaded with dlopen after the program "
-                 "started, which the heap cannot serve yet" :
+                 preload_refused ? "another copy of libmpi in this process holds the "
+                 "preloaded family" :
                  "glibc's was bound first (libmpi reached through another library or "
                  "dlopen, or another allocator linked first); run it with this MPICH's "
                  "mpiexec, which preloads the heap's unless MPIR_CVAR_CH3_SMHEAP_PRELOAD=0");

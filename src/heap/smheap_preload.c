@@ -6,28 +6,23 @@
  * that reaches libmpi only through another library (ScaLAPACK, PETSc, HDF5) lists libc
  * before it, and one that loads libmpi with dlopen (Python) has bound malloc before libmpi
  * exists; either way the heap in libmpi is never called.  A preloaded library comes first
- * whatever the program's link order.  (A libmpi loaded with dlopen, as Python does, is
- * not attached yet: see program_started.)
+ * whatever the program's link order.
  *
- * It holds no allocator and pulls in nothing: until a heap attaches (the constructor of a
- * libmpi in the program's initial load order calls smheap_preload_attach), every call goes
- * to glibc, so the shells, wrappers and
- * tools that mpiexec also starts run as without it.  Once attached, every call goes to the
- * heap's family, which routes blocks by address: memory glibc served before is still
- * freed by glibc.
+ * It holds no allocator and pulls in nothing: until a heap attaches (libmpi's constructor
+ * calls smheap_preload_attach, at start-up or inside dlopen), every call goes to glibc, so
+ * the shells, wrappers and tools that mpiexec also starts run as without it.  Once
+ * attached, every call goes to the heap's family, which routes blocks by address: memory
+ * glibc served before is still freed by glibc.
  */
 
 #define _GNU_SOURCE
 #include "smheap_family.h"
 #include "smheap_glibc.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #define PUBLIC __attribute__((visibility("default")))
 
@@ -128,25 +123,6 @@ OWN(calloc);
 OWN(realloc);
 OWN(memalign);
 
-/* Set once the program's main is about to run: every library of its initial load order
- * has run its constructors by then.  The heap attaches only before: one in a libmpi loaded
- * later with dlopen would see blocks its engine cannot route yet. */
-static _Atomic int program_started;
-
-typedef int start_main_fn(int (*main)(int, char **, char **), int argc, char **argv,
-                          void (*init)(void), void (*fini)(void), void (*rtld_fini)(void),
-                          void *stack_end);
-
-PUBLIC int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv,
-                             void (*init)(void), void (*fini)(void), void (*rtld_fini)(void),
-                             void *stack_end)
-{
-    start_main_fn *libc_start_main = (start_main_fn *) dlsym(RTLD_NEXT, "__libc_start_main");
-
-    atomic_store(&program_started, 1);
-    return libc_start_main(main, argc, argv, init, fini, rtld_fini, stack_end);
-}
-
 PUBLIC const struct smheap_forwarders *smheap_preload_attach(const struct smheap_family *heap)
 {
     static const struct smheap_forwarders mine = {
@@ -156,9 +132,10 @@ PUBLIC const struct smheap_forwarders *smheap_preload_attach(const struct smheap
     const struct smheap_family *expected = &glibc_family;
 
     /* The first heap keeps the family: a second libmpi in one process is not one the
-     * first can route for. */
-    if (atomic_load(&program_started) ||
-        !atomic_compare_exchange_strong(&family, &expected, heap))
+     * first can route for.  A heap may come after main started (a libmpi loaded with
+     * dlopen) while other threads allocate: it routes every block by address, so what
+     * glibc served before still goes back to glibc. */
+    if (!atomic_compare_exchange_strong(&family, &expected, heap))
         return NULL;
     return &mine;
 }

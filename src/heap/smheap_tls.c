@@ -3,11 +3,12 @@
  * which libmpi depends on).
  *
  * malloc and free read them on every call, so they use initial-exec TLS: one load, no call
- * into the dynamic linker.  But glibc places a module's whole TLS block in static TLS as
- * soon as one of its variables is initial-exec, and libmpi's block (jemalloc's 2.6 KiB of
- * thread data) does not fit the small reserve glibc keeps for libraries loaded with
- * dlopen(), as mpi4py loads libmpi.  These few bytes fit, and libmpi's own block stays
- * global-dynamic.
+ * into the dynamic linker.  glibc places a module's whole TLS block in static TLS as soon
+ * as one of its variables is initial-exec, and only a small reserve of it is kept for
+ * libraries loaded with dlopen(), as Python loads libmpi: these few bytes fit.  They are
+ * also never allocated lazily: in a dlopen()ed libmpi, a thread's first access to the
+ * library's own (global-dynamic) TLS allocates the block with malloc, that is with the
+ * heap, which must not need that block to serve the call.
  */
 
 #include "smheap_engine.h"

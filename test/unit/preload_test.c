@@ -9,8 +9,9 @@
  *     before (the heap routes by address), and the forwarders the library returns are what
  *     the program's malloc resolves to (what the heap's self-test compares);
  *   - a second heap cannot take the family over;
- *   - a heap that comes once main has started (a libmpi loaded with dlopen) is refused, and
- *     the family stays glibc's, also for threads allocating while it tries.
+ *   - a heap that comes once main has started (a libmpi loaded with dlopen) attaches while
+ *     other threads allocate, reallocate and free: every block goes back to whoever served
+ *     it (the stand-in's header tells), and every member reaches the heap afterwards.
  */
 
 #define _GNU_SOURCE
@@ -244,7 +245,7 @@ static void start_again(char **argv, const char *late)
     exit(1);
 }
 
-/* A heap that comes after main started is refused, and nothing reaches it. */
+/* A heap that comes after main started, while threads allocate, takes the family. */
 static int late_attach(void)
 {
     pthread_t threads[2];
@@ -252,13 +253,17 @@ static int late_attach(void)
     for (int t = 0; t < 2; t++)
         CHECK(pthread_create(&threads[t], NULL, churn, NULL) == 0);
     usleep(20000);
-    CHECK(find_attach()(&stand_in) == NULL);
+    check_all_calls(0, "before a heap came");
+    CHECK(find_attach()(&stand_in) != NULL);
     usleep(20000);
     atomic_store(&stop, 1);
     for (int t = 0; t < 2; t++)
         pthread_join(threads[t], NULL);
+    CHECK(atomic_load(&calls[M_MALLOC]) > 0 && atomic_load(&calls[M_FREE]) > 0);
+    memset(calls, 0, sizeof(calls));
     call_every_member();
-    check_all_calls(0, "after a heap came too late");
+    check_all_calls(1, "after a heap came late");
+    CHECK(find_attach()(&stand_in) == NULL);
     printf("preload_test (late attach): %s\n", failures ? "FAILED" : "passed");
     return failures != 0;
 }
