@@ -504,7 +504,7 @@ build_with_debian_mpich || failed=$((failed + 1))
 # a host that does not link libmpi, and the module it loads with dlopen (as Python's)
 "$bin/mpicc" -shared -fPIC -I"$top/test/mpi/include" -o "$work/libdlopen_module.so" \
     "$top/test/checks/dlopen_module.c" &&
-    gcc -DMODULE="\"$work/libdlopen_module.so\"" -o "$work/dlopen_mpi" \
+    gcc -fno-pie -no-pie -DMODULE="\"$work/libdlopen_module.so\"" -o "$work/dlopen_mpi" \
         "$top/test/checks/dlopen_mpi.c" -ldl -lpthread || failed=$((failed + 1))
 
 check device-is-smheap device_is_smheap

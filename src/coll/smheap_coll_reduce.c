@@ -258,6 +258,10 @@ static int reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dataty
     goto fn_exit;
 }
 
+/* MPICH's default selection (maint/tuning/coll/mpir/generic.json) runs a commutative
+ * Reduce_scatter_block of this many bytes in all or more with its pairwise algorithm. */
+#define MPICH_PAIRWISE_FROM 524288
+
 static int reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint recvcount,
                                 MPI_Datatype dt, MPI_Op op, MPIR_Comm * comm,
                                 MPIR_Errflag_t * errflag)
@@ -296,10 +300,13 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint rec
         reach(cc, me, reduced);
         WAIT_ALL(cc, n, reduced);
     }
-    /* In place, MPICH's own algorithms leave the result in this rank's block of the buffer
-     * as well, and programs read it there (MPICH's cxx/coll/redscatblk); no other rank
-     * reads that block any more. */
-    if (in_place && me != 0 && mpi_errno == MPI_SUCCESS)
+    /* In place, the rest of the buffer stays as it was, as with MPICH's own algorithms
+     * (programs check it: mpi4py's tests), except that MPICH's pairwise algorithm, which its
+     * default selection takes for commutative operations from MPICH_PAIRWISE_FROM bytes in
+     * all, leaves the result in this rank's own block too, and programs read it there
+     * (MPICH's cxx/coll/redscatblk).  No other rank reads that block any more. */
+    if (in_place && me != 0 && mpi_errno == MPI_SUCCESS && MPIR_Op_is_commutative(op) &&
+        count * extent >= MPICH_PAIRWISE_FROM)
         mpi_errno = MPIR_Localcopy(recvbuf, recvcount, dt,
                                    (char *) recvbuf + me * recvcount * extent, recvcount, dt);
     MPIR_ERR_CHECK(mpi_errno);

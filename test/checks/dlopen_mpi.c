@@ -6,6 +6,9 @@
  * block must keep its contents and go back to whoever served it (glibc aborts if handed a
  * block of the slice).  One more thread waits until MPI is up and then frees blocks the
  * others made, so that its first call into the heap is a free.
+ *
+ * Built as Debian builds python3: a non-PIE executable (-no-pie) that takes malloc's
+ * address, so that its PLT entry is the address of malloc every library sees.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -27,6 +30,7 @@ struct block {
     unsigned char data[];
 };
 
+static void *(*volatile host_malloc)(size_t);
 static struct block *_Atomic slots[SLOTS];
 static _Atomic int stop, mpi_up;
 static _Atomic long errors;
@@ -78,7 +82,7 @@ static void *churn(void *arg)
 
     while (!atomic_load(&stop)) {
         size_t size = some_size(&r);
-        struct block *b = malloc(sizeof(*b) + size), *old;
+        struct block *b = host_malloc(sizeof(*b) + size), *old;
 
         if (b == NULL)
             continue;
@@ -134,6 +138,7 @@ int main(int argc, char **argv)
     module_run_fn *run;
     int failed, rank = -1;
 
+    host_malloc = malloc;       /* in code: an address constant, so the PLT entry is canonical */
     for (int t = 0; t < CHURNERS; t++)
         pthread_create(&threads[t], NULL, churn, (void *) (uintptr_t) (t + 1));
     pthread_create(&threads[CHURNERS], NULL, free_first, NULL);
