@@ -9,6 +9,9 @@
 #   maint/deps.sh --bench   only what the benchmarks add: Open MPI, Debian's MPICH (ch4),
 #                           gnuplot, Debian's jemalloc and mimalloc (bench/p2p, bench/coll,
 #                           bench/heap, bench/part)
+#   maint/deps.sh --python  only what Python programs add: numpy, Cython (to build mpi4py
+#                           from its source, maint/mpi4py.sh) and Debian's python3-mpi4py
+#                           (Open MPI's, for bench/python)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/maint/config.sh"
@@ -22,6 +25,9 @@ bench_only=no
 if [ "${1:-}" = --bench ]; then
     need_pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev gnuplot-nox libjemalloc2
                libmimalloc2.0)
+    bench_only=yes
+elif [ "${1:-}" = --python ]; then
+    need_pkgs=(python3-dev python3-numpy cython3 python3-mpi4py openmpi-bin)
     bench_only=yes
 fi
 missing=()
