@@ -145,12 +145,13 @@ cvars:
 #include <stdatomic.h>
 
 /* A transfer that sender and receiver may share.  Allocated by the sender in the shared
- * heap; both claim chunks through `next` and account for each in `done` once copied (or
- * refused by the kernel: then `refused` is set too).  The receiver answers only when
+ * heap; both claim chunks through `claimed`, one from the front of the data and the other
+ * from the back, and account for each in `done` once copied (or refused by the kernel:
+ * then `refused` is set too).  The receiver answers only when
  * `done` reaches the length, and the sender frees the job only on that answer, DONE or
  * ch3's clear-to-send (or when the send is cancelled before the receiver saw it). */
 typedef struct smheap_copy_job {
-    _Alignas(SMHEAP_CACHELINE) atomic_size_t next;      /* first byte not yet claimed */
+    _Alignas(SMHEAP_CACHELINE) atomic_size_t claimed;   /* chunks claimed by either side */
     _Alignas(SMHEAP_CACHELINE) atomic_size_t done;      /* bytes accounted for */
     atomic_int refused;         /* a chunk the kernel would not copy */
 } smheap_copy_job_t;
@@ -173,6 +174,7 @@ typedef struct {
     void *dst;
     intptr_t len;
     intptr_t chunk;
+    int32_t helper_from_front;  /* the sender takes chunks from the front, else the back */
 } smheap_pkt_help_t;
 
 typedef struct {
@@ -280,7 +282,7 @@ static smheap_copy_job_t *new_copy_job(intptr_t data_sz)
         return NULL;
     }
     if (job != NULL) {
-        atomic_init(&job->next, 0);
+        atomic_init(&job->claimed, 0);
         atomic_init(&job->done, 0);
         atomic_init(&job->refused, 0);
     }
@@ -407,17 +409,21 @@ static int copy_range(const copy_route_t * route, size_t off, size_t n)
     }
 }
 
-/* Claim chunks of the job until none is left; returns the bytes this process copied.
- * After a refusal (by either side) the rest is only accounted for, not copied. */
+/* Claim chunks of the job until none is left, from the front of the data or from the back;
+ * returns the bytes this process copied.  Every claim takes a ticket, and there are as many
+ * tickets as chunks, so the two ends never overlap.  After a refusal (by either side) the
+ * rest is only accounted for, not copied. */
 static intptr_t copy_chunks(smheap_copy_job_t * job, const copy_route_t * route, intptr_t len,
-                            intptr_t chunk)
+                            intptr_t chunk, int from_front)
 {
     intptr_t copied = 0;
-    size_t off;
+    size_t chunks = (size_t) ((len + chunk - 1) / chunk), mine = 0;
 
-    while ((off = atomic_fetch_add_explicit(&job->next, chunk, memory_order_relaxed)) <
-           (size_t) len) {
+    while (atomic_fetch_add_explicit(&job->claimed, 1, memory_order_relaxed) < chunks) {
+        size_t off = (from_front ? mine : chunks - 1 - mine) * (size_t) chunk;
         intptr_t n = MPL_MIN(chunk, len - (intptr_t) off);
+
+        mine++;
 
         if (!atomic_load_explicit(&job->refused, memory_order_relaxed)) {
             if (copy_range(route, off, n) == 0)
@@ -458,6 +464,7 @@ static int copy_contig(MPIDI_VC_t * vc, MPIR_Request * rreq, char *dst, intptr_t
     intptr_t chunk = MPL_MAX(MPIR_CVAR_CH3_SMHEAP_COPY_CHUNK, 4096);
     smheap_pkt_t upkt;
     smheap_pkt_help_t *help = &upkt.help;
+    int from_front;
 
     /* Through the kernel, each side in one system call: it pins the pages it copies, so
      * many small chunks cost more than an uneven split (figures: doc/p2p.md). */
@@ -481,11 +488,18 @@ static int copy_contig(MPIDI_VC_t * vc, MPIR_Request * rreq, char *dst, intptr_t
     help->dst = dst;
     help->len = len;
     help->chunk = chunk;
+    /* The lower rank of the pair takes the front in both directions: in a ping-pong with one
+     * buffer per rank, each side then copies the part of the data its own cache holds (it
+     * read or wrote it in the previous copy).  Both claiming from the front, the two halves
+     * landed in the wrong caches in one run out of two and a 1 MiB message took twice as
+     * long (figures: doc/p2p.md). */
+    from_front = MPIDI_Process.my_pg_rank < vc->pg_rank;
+    help->helper_from_front = !from_front;
     mpi_errno = MPIDI_CH3I_Send_pkt(vc, &upkt, sizeof(upkt));
     MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**ch3|ctspkt");
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_shared_copy_msgs, 1);
 
-    copy_chunks(job, &route, len, chunk);
+    copy_chunks(job, &route, len, chunk, from_front);
     wait_for_helper(job, len);
     *refused = atomic_load_explicit(&job->refused, memory_order_relaxed);
     smheap_peer_wrote(dst, len);        /* the sender's chunks */
@@ -667,7 +681,7 @@ static int handle_help(MPIDI_VC_t * vc, MPIDI_CH3_Pkt_t * pkt, void *data, intpt
     (void) vc, (void) data;
     *buflen = 0;
     *rreqp = NULL;
-    copied = copy_chunks(help->job, &route, help->len, help->chunk);
+    copied = copy_chunks(help->job, &route, help->len, help->chunk, help->helper_from_front);
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_copy_help_bytes, copied);
     return MPI_SUCCESS;
 }
