@@ -447,6 +447,16 @@ PUBLIC void smheap_family_forwarded(const struct smheap_forwarders *f)
     }
 }
 
+/* The preloaded family calls into this library from now on, and blocks of the region stay
+ * in the program's hands: a libmpi loaded with dlopen must not be unloaded by dlclose. */
+static void stay_loaded(void)
+{
+    Dl_info self;
+
+    if (dladdr((void *) stay_loaded, &self) && self.dli_fname != NULL)
+        (void) dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 /* If mpiexec preloaded libsmheap_preload.so, hand it the family: it comes first in every
  * program's load order.  Run as libmpi loads, at start-up or in dlopen. */
 static void __attribute__((constructor)) attach_to_preload(void)
@@ -470,6 +480,7 @@ static void __attribute__((constructor)) attach_to_preload(void)
     if (preloaded != NULL) {
         smheap_family_forwarded(preloaded);
         preload_attached = 1;
+        stay_loaded();
     } else if (attach != NULL) {
         preload_refused = 1;
     }

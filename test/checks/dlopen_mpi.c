@@ -5,7 +5,8 @@
  * this program's threads allocate, reallocate and free blocks, each other's too: every
  * block must keep its contents and go back to whoever served it (glibc aborts if handed a
  * block of the slice).  One more thread waits until MPI is up and then frees blocks the
- * others made, so that its first call into the heap is a free.
+ * others made, so that its first call into the heap is a free.  The module is closed
+ * after MPI_Finalize, while the threads go on: libmpi must stay loaded.
  *
  * Built as Debian builds python3: a non-PIE executable (-no-pie) that takes malloc's
  * address, so that its PLT entry is the address of malloc every library sees.
@@ -149,6 +150,7 @@ int main(int argc, char **argv)
         return 1;
     }
     failed = run(argc, argv, early, host_check, &rank);
+    dlclose(module);            /* libmpi must stay: the threads' blocks and calls need it */
     atomic_store(&mpi_up, 1);
     usleep(100000);
     atomic_store(&stop, 1);
