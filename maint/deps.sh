@@ -5,7 +5,9 @@
 #   maint/deps.sh           what the build and the tests need (Debian's libmpich-dev: the test
 #                           that a program built with Debian's MPICH runs on smheap;
 #                           scalapack-mpi-test: Debian's ScaLAPACK testers, built with it;
-#                           libfabric-dev and libfabric-bin: the path between nodes, fi_info)
+#                           libfabric-dev and libfabric-bin: the path between nodes, fi_info;
+#                           mpich, and the packages of environment-modules and Lmod with what
+#                           they run on: the check of the .deb beside Debian's MPICH)
 #   maint/deps.sh --bench   only what the benchmarks add: Open MPI, Debian's MPICH (ch4),
 #                           gnuplot, Debian's jemalloc and mimalloc (bench/p2p, bench/coll,
 #                           bench/heap, bench/part)
@@ -20,7 +22,8 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 need_pkgs=(build-essential gfortran autoconf automake libtool pkg-config perl python3 xz-utils
            dpkg-dev bzip2 libhwloc-dev hwloc valgrind ccache libmpich-dev scalapack-mpi-test
-           libfabric-dev libfabric-bin)
+           libfabric-dev libfabric-bin mpich tcl lua5.3 lua-posix lua-filesystem lua-term
+           lua-json)
 bench_only=no
 if [ "${1:-}" = --bench ]; then
     need_pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev gnuplot-nox libjemalloc2
@@ -76,3 +79,10 @@ if [ ! -f "$je_dsc" ] || [ ! -f "$je_tarball" ]; then
 fi
 echo "$JEMALLOC_SHA256  $je_tarball" | sha256sum -c - || {
     echo "smheap: $je_tarball does not have the expected sha256; delete it and rerun" >&2; exit 1; }
+
+# The two module systems, as packages only: they conflict with each other, so the check of
+# maint/deb.sh unpacks both into build/ instead of installing one on the machine.
+for p in environment-modules lmod; do
+    ls "$DL_DIR"/${p}_*.deb > /dev/null 2>&1 ||
+        (cd "$DL_DIR" && apt-get download -q -o APT::Sandbox::User=root "$p")
+done

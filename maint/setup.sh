@@ -4,6 +4,11 @@
 #   maint/setup.sh              build (or incrementally rebuild) ch3:smheap
 #   maint/setup.sh --nemesis    also build the reference ch3:nemesis from the same source and
 #                               flags into build/nemesis/install
+#   maint/setup.sh --prefix DIR [--destdir STAGE]
+#                               build ch3:smheap for DIR instead (in build/prefix-obj/) and
+#                               install it there, with an environment-module file in
+#                               DIR/share/modulefiles; --destdir stages the install under STAGE
+#                               (as "make install DESTDIR=STAGE": maint/deb.sh packs it)
 #
 # The MPICH source tree (build/mpich-4.0.2) is generated: unpacked from Debian's orig tarball,
 # patched with maint/patches/*.patch, with the project's channel linked in.  It is regenerated
@@ -14,13 +19,37 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/maint/config.sh"
 
 with_nemesis=no
-for arg in "$@"; do
-    case "$arg" in
-        --nemesis) with_nemesis=yes ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-        *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+install_prefix=""
+destdir=""
+absolute_dir() {    # option value: an absolute directory, or a message naming the option
+    case "$2" in
+        /*) echo "${2%/}" ;;
+        "") echo "setup.sh: $1 needs a directory" >&2; exit 2 ;;
+        *) echo "setup.sh: $1 $2: give an absolute path (an install is found by its prefix)" >&2
+           exit 2 ;;
     esac
+}
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --nemesis) with_nemesis=yes ;;
+        --prefix|--destdir)
+            [ $# -ge 2 ] || { echo "setup.sh: $1 needs a directory" >&2; exit 2; }
+            if [ "$1" = --prefix ]; then install_prefix=$(absolute_dir "$1" "$2") || exit 2
+            else destdir=$(absolute_dir "$1" "$2") || exit 2; fi
+            shift ;;
+        --prefix=*) install_prefix=$(absolute_dir --prefix "${1#*=}") || exit 2 ;;
+        --destdir=*) destdir=$(absolute_dir --destdir "${1#*=}") || exit 2 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        *) echo "setup.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+    esac
+    shift
 done
+if [ -n "$destdir" ] && [ -z "$install_prefix" ]; then
+    echo "setup.sh: --destdir stages an install for --prefix DIR; give both" >&2; exit 2
+fi
+if [ -n "$install_prefix" ] && [ "$with_nemesis" = yes ]; then
+    echo "setup.sh: --prefix builds only ch3:smheap; run --nemesis on its own" >&2; exit 2
+fi
 
 step() { echo "== [$(date -u -d "@$SECONDS" +%M:%S)] $*"; }    # minutes:seconds so far
 
@@ -99,7 +128,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$(graft_inputs)" ]; then
         { tail -30 "$BUILD_DIR/autogen.log"; exit 1; }
     grep -q "channels/smheap/subconfigure.m4" "$src/subsys_include.m4"
     rm -f "$src/.smheap-extract"        # extracted again below, with the graft's CVARs
-    rm -rf "$BUILD_DIR/smheap-obj" "$BUILD_DIR/nemesis/obj"
+    rm -rf "$BUILD_DIR/smheap-obj" "$BUILD_DIR/nemesis/obj" "$BUILD_DIR/prefix-obj"
     graft_inputs > "$stamp"     # last: a failed preparation is redone next time
 fi
 sync_graft
@@ -172,10 +201,33 @@ build_one() {  # device objdir prefix [configure options]
         echo "$compilers ${args[*]}" > "$obj/.smheap-configured"
     fi
     step "make $device"
-    (cd "$obj" && make -j"$(nproc)" > make.log 2>&1 && make install > install.log 2>&1) ||
+    (cd "$obj" && make -j"$(nproc)" > make.log 2>&1 &&
+        make install DESTDIR="$destdir" > install.log 2>&1) ||
         { grep -B5 -A5 -m5 -E "error|Error" "$obj/make.log" | tail -60; exit 1; }
 }
 
+# An install for another prefix (a cluster's shared directory, a package): its own build,
+# since MPICH compiles its prefix into the wrappers, libraries' run paths and Hydra; and
+# the module file that puts it in a user's environment.
+install_module_file() {     # prefix: its module file, in DIR/share/modulefiles
+    local dir="$destdir$1/share/modulefiles/mpich-smheap"
+    mkdir -p "$dir"
+    sed -e "s|@PREFIX@|$1|g" -e "s|@MPICH_VERSION@|$MPICH_VERSION|g" \
+        "$top/maint/deploy/mpich-smheap.module.in" > "$dir/$MPICH_VERSION"
+}
+if [ -n "$install_prefix" ]; then
+    # one build per prefix, so a test install and the package's do not undo each other
+    build_one ch3:smheap "$BUILD_DIR/prefix-obj/$(echo "${install_prefix#/}" | tr / _)" \
+        "$install_prefix" \
+        --with-smheap-jemalloc="$jemalloc"
+    install_module_file "$install_prefix"
+    # (a staged install's libraries are not yet where their run path points)
+    LD_LIBRARY_PATH="$destdir$install_prefix/lib" "$destdir$install_prefix/bin/mpichversion" |
+        grep -i device
+    echo "installed in $destdir$install_prefix; to use it:"
+    echo "    module use $install_prefix/share/modulefiles; module load mpich-smheap"
+    exit 0
+fi
 build_one ch3:smheap "$BUILD_DIR/smheap-obj" "$BUILD_DIR/install" --with-smheap-jemalloc="$jemalloc"
 if [ "$with_nemesis" = yes ]; then
     build_one ch3:nemesis "$BUILD_DIR/nemesis/obj" "$BUILD_DIR/nemesis/install"

@@ -527,6 +527,7 @@ check dlopen-libmpi dlopen_libmpi
 check heap-through-a-library heap_through_a_library
 check malformed-preload-stops-launch malformed_preload_stops_launch
 check debian-built-program-runs debian_program_runs
+check deb-package-beside-debian-mpich bash "$top/test/checks/deb_package.sh" "$work"
 check spin-chosen-by-cpus spin_chosen_by_cpus
 check valgrind-clean valgrind_clean
 check valgrind-reports-use-after-free-and-leak valgrind_reports
