@@ -23,6 +23,8 @@ install_prefix=""
 destdir=""
 absolute_dir() {    # option value: an absolute directory, or a message naming the option
     case "$2" in
+        /) echo "setup.sh: $1 /: MPICH's files would mix with the system's; name a directory" >&2
+           exit 2 ;;
         /*) echo "${2%/}" ;;
         "") echo "setup.sh: $1 needs a directory" >&2; exit 2 ;;
         *) echo "setup.sh: $1 $2: give an absolute path (an install is found by its prefix)" >&2
@@ -39,7 +41,7 @@ while [ $# -gt 0 ]; do
             shift ;;
         --prefix=*) install_prefix=$(absolute_dir --prefix "${1#*=}") || exit 2 ;;
         --destdir=*) destdir=$(absolute_dir --destdir "${1#*=}") || exit 2 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
         *) echo "setup.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -109,6 +111,13 @@ graft_inputs() {
 }
 stamp="$src/.smheap-graft"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$(graft_inputs)" ]; then
+    # Preparing the source again discards every build of it; an install for another prefix
+    # (maint/deb.sh, run by the tests among others) must not pull build/install away.
+    if [ -n "$install_prefix" ] && [ -d "$BUILD_DIR/smheap-obj" ]; then
+        echo "setup.sh: the patches changed since build/install was built; run maint/setup.sh" \
+             "first, then --prefix" >&2
+        exit 1
+    fi
     step "preparing MPICH $MPICH_VERSION source in $src"
     rm -rf "$src"
     tar -C "$BUILD_DIR" -xf "$DL_DIR/mpich_${MPICH_VERSION}.orig.tar.xz"
@@ -201,9 +210,10 @@ build_one() {  # device objdir prefix [configure options]
         echo "$compilers ${args[*]}" > "$obj/.smheap-configured"
     fi
     step "make $device"
-    (cd "$obj" && make -j"$(nproc)" > make.log 2>&1 &&
-        make install DESTDIR="$destdir" > install.log 2>&1) ||
+    (cd "$obj" && make -j"$(nproc)" > make.log 2>&1) ||
         { grep -B5 -A5 -m5 -E "error|Error" "$obj/make.log" | tail -60; exit 1; }
+    (cd "$obj" && make install DESTDIR="$destdir" > install.log 2>&1) ||
+        { tail -20 "$obj/install.log"; exit 1; }
 }
 
 # An install for another prefix (a cluster's shared directory, a package): its own build,
@@ -212,7 +222,8 @@ build_one() {  # device objdir prefix [configure options]
 install_module_file() {     # prefix: its module file, in DIR/share/modulefiles
     local dir="$destdir$1/share/modulefiles/mpich-smheap"
     mkdir -p "$dir"
-    sed -e "s|@PREFIX@|$1|g" -e "s|@MPICH_VERSION@|$MPICH_VERSION|g" \
+    sed -e "s|@PREFIX@|$(printf '%s' "$1" | sed 's/[\\|&]/\\&/g')|g" \
+        -e "s|@MPICH_VERSION@|$MPICH_VERSION|g" \
         "$top/maint/deploy/mpich-smheap.module.in" > "$dir/$MPICH_VERSION"
 }
 if [ -n "$install_prefix" ]; then

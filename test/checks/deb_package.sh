@@ -5,7 +5,8 @@
 #     libmpich.so.12 as they were;
 #   - `module load mpich-smheap`, with environment-modules and with Lmod (Debian's packages;
 #     they conflict with each other, so both are unpacked into build/ and run from there, the
-#     way their shell functions run them), finds the module file in its default place and
+#     way their shell functions run them, with the MODULEPATH their start-up files make of
+#     their modulespath files), finds the module file without configuration and
 #     sets PATH, LD_LIBRARY_PATH, MANPATH, PKG_CONFIG_PATH and MPI_HOME; C and Fortran
 #     programs compiled then run on ch3:smheap with the heap on and a large message moved
 #     with one copy (their own MPI_T checks); `module unload` takes it all back;
@@ -17,42 +18,65 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mkdir -p "${1:?usage: deb_package.sh WORKDIR}" && cd "$1" && pwd) || exit 1
 pkg=mpich-smheap
 prefix=/usr/lib/$pkg
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
-fail() { echo "FAIL: $*"; exit 1; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
 
-as_root true || fail "installing a package needs root (or sudo without a password)"
-dpkg-query -W mpich libmpich12 libmpich-dev || fail "Debian's MPICH is not installed (maint/deps.sh)"
+as_root true 2> /dev/null ||
+    { echo "skipped: installing a package needs root (or sudo without a password)"; exit 0; }
+for p in mpich libmpich12 libmpich-dev; do
+    [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2> /dev/null)" = installed ] ||
+        fail "Debian's $p is not installed (maint/deps.sh installs it)"
+done
 debian_mpicc=$(readlink -f /usr/bin/mpicc)
-debian_lib=$(readlink -f /usr/lib/x86_64-linux-gnu/libmpich.so.12)
+debian_lib=$(readlink -f "/usr/lib/$multiarch/libmpich.so.12")
 
-deb=$("$top/maint/deb.sh" | tail -1)
-[ -f "$deb" ] || fail "maint/deb.sh made no package"
+"$top/maint/deb.sh" > "$work/deb.log" 2>&1 || { tail -30 "$work/deb.log"; fail "maint/deb.sh"; }
+deb=$(tail -1 "$work/deb.log")
+[ -f "$deb" ] || { tail -30 "$work/deb.log"; fail "maint/deb.sh made no package"; }
 echo "package: $deb ($(du -h "$deb" | cut -f1))"
 dpkg-deb --info "$deb" | sed -n '/Package:/,/Description:/p'
 
-# Every file the package holds outside its prefix, then the machine's state before it.
-dpkg-deb --contents "$deb" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./|/|' |
-    grep -v "^$prefix/" | sed 's/^/outside the prefix: /'
-as_root dpkg --purge "$pkg" > /dev/null 2>&1    # a run that was cut short
+# What the package holds outside its prefix: exactly its documents and the module file's links.
+outside=$(dpkg-deb --contents "$deb" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./|/|' |
+    grep -v "^$prefix/" | sort)
+echo "outside $prefix:"; echo "$outside" | sed 's/^/    /'
+expected=$(printf '%s\n' /usr/share/doc/$pkg/copyright /usr/share/doc/$pkg/changelog.Debian.gz \
+    /usr/share/modules/modulefiles/$pkg/$MPICH_VERSION /etc/lmod/modules/$pkg/$MPICH_VERSION | sort)
+[ "$outside" = "$expected" ] || fail "files outside $prefix other than $expected"
+
+# The machine's state before: a package left by a run that was cut short goes first.
+as_root dpkg --purge "$pkg" > /dev/null 2>&1
 snapshot() { find /usr /etc /opt /var/lib/dpkg/alternatives -xdev 2> /dev/null | sort; }
 before=$(snapshot)
 
-as_root dpkg -i "$deb" || fail "dpkg -i"
 trap 'as_root dpkg --purge "$pkg" > /dev/null 2>&1' EXIT
+as_root dpkg -i "$deb" || fail "dpkg -i"
 [ "$(readlink -f /usr/bin/mpicc)" = "$debian_mpicc" ] || fail "/usr/bin/mpicc changed"
-[ "$(readlink -f /usr/lib/x86_64-linux-gnu/libmpich.so.12)" = "$debian_lib" ] ||
+[ "$(readlink -f "/usr/lib/$multiarch/libmpich.so.12")" = "$debian_lib" ] ||
     fail "Debian's libmpich.so.12 changed"
 dpkg --verify "$pkg" || fail "dpkg --verify"
 
-# The module systems, unpacked once.
+# The module systems, unpacked from their packages (the newest downloaded), once per package.
 mods="$work/module-systems"
-for p in environment-modules lmod; do
-    [ -d "$mods/$p" ] && continue
-    mkdir -p "$mods/$p"
-    dpkg-deb -x "$DL_DIR"/${p}_*.deb "$mods/$p" || fail "unpacking $p"
-done
-em_cmd="tclsh $mods/environment-modules/usr/lib/x86_64-linux-gnu/modulecmd.tcl"
-lmod_cmd="$mods/lmod/usr/share/lmod/lmod/libexec/lmod"
+unpacked() {    # package: the directory it is unpacked in
+    local file dir
+    file=$(ls "$DL_DIR"/"$1"_*.deb 2> /dev/null | sort -V | tail -1)
+    [ -n "$file" ] || fail "no $1 package in $DL_DIR (maint/deps.sh downloads it)"
+    dir="$mods/$(basename "$file" .deb)"
+    if [ ! -d "$dir" ]; then
+        rm -rf "$dir.tmp" && dpkg-deb -x "$file" "$dir.tmp" && mv "$dir.tmp" "$dir" ||
+            fail "unpacking $file"
+    fi
+    echo "$dir"
+}
+modulepath() {  # modulespath file: the MODULEPATH a start-up file makes of it
+    sed 's/#.*//' "$1" | tr -s ' \t' '\n' | grep -v '^$' | grep -v '\$' |
+        while read -r d; do [ -d "$d" ] && echo "${d%/}"; done | paste -sd:
+}
+em=$(unpacked environment-modules) && lmod=$(unpacked lmod) || exit 1
+em_path=$(modulepath "$em/etc/environment-modules/modulespath")
+lmod_path=$(modulepath "$lmod/etc/lmod/modulespath")
 
 mkdir -p "$work/deb-programs"
 cp "$top/test/mpi/pt2pt/single_copy.c" "$top/test/checks/library_version.c" \
@@ -60,13 +84,14 @@ cp "$top/test/mpi/pt2pt/single_copy.c" "$top/test/checks/library_version.c" \
 mkdir -p "$work/include" && cp "$top/test/mpi/include/smheap_test.h" "$work/include/"
 
 session() {     # module system name, its command, its default MODULEPATH
-    echo "== $1"
-    env -i HOME="$HOME" PATH=/usr/local/bin:/usr/bin:/bin TERM=dumb \
+    echo "== $1 (MODULEPATH=$3)"
+    env -i HOME="$HOME" PATH=/usr/local/bin:/usr/bin:/bin TERM=dumb PROGRAMS="$work/deb-programs" \
         MODCMD="$2" MODULEPATH="$3" PREFIX="$prefix" bash -c '
         set -u
         module() { eval "$($MODCMD bash "$@")"; }
         fail() { echo "FAIL: $*"; exit 1; }
         before_path=$PATH
+        [ -z "${MPI_HOME:-}${LD_LIBRARY_PATH:-}${PKG_CONFIG_PATH:-}${MANPATH:-}" ] || fail "not clean"
         module load mpich-smheap || fail "module load"
         module list 2>&1
         echo "MPI_HOME=$MPI_HOME"; echo "PATH=$PATH"; echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
@@ -83,7 +108,7 @@ session() {     # module system name, its command, its default MODULEPATH
         # an empty element: man still searches its own path after ours
         case ":$MANPATH:" in *":$PREFIX/share/man:"*) ;; *) fail "MANPATH lacks ours" ;; esac
         case ":$MANPATH:" in *::*) ;; *) fail "MANPATH hides the system manual pages" ;; esac
-        cd '"$work/deb-programs"' || exit 1
+        cd "$PROGRAMS" || exit 1
         mpicc -I../include -o single_copy single_copy.c || fail "mpicc"
         mpicc -o library_version library_version.c || fail "mpicc"
         mpicc -shared -fPIC -o libcounters.so counters.c || fail "mpicc -shared"
@@ -98,12 +123,15 @@ session() {     # module system name, its command, its default MODULEPATH
             ! echo "$out" | grep -q "shared heap is off" || fail "$p: the heap is off"
         done
         module unload mpich-smheap || fail "module unload"
-        [ -z "${MPI_HOME:-}" ] && [ "$PATH" = "$before_path" ] && [ -z "${MANPATH:-}" ] ||
-            fail "module unload left MPI_HOME=${MPI_HOME:-}, PATH=$PATH, MANPATH=${MANPATH:-}"
+        [ "$PATH" = "$before_path" ] &&
+            [ -z "${MPI_HOME:-}${LD_LIBRARY_PATH:-}${PKG_CONFIG_PATH:-}${MANPATH:-}" ] ||
+            fail "module unload left PATH=$PATH MPI_HOME=${MPI_HOME:-}" \
+                "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} PKG_CONFIG_PATH=${PKG_CONFIG_PATH:-}" \
+                "MANPATH=${MANPATH:-}"
         echo "module unload: environment restored"'
 }
-session environment-modules "$em_cmd" /usr/share/modules/modulefiles || exit 1
-session Lmod "$lmod_cmd" /usr/share/lmod/lmod/modulefiles || exit 1
+session environment-modules "tclsh $em/usr/lib/$multiarch/modulecmd.tcl" "$em_path" || exit 1
+session Lmod "$lmod/usr/share/lmod/lmod/libexec/lmod" "$lmod_path" || exit 1
 
 as_root dpkg --purge "$pkg" || fail "dpkg --purge"
 trap - EXIT
