@@ -59,6 +59,7 @@ dpkg --verify "$pkg" || fail "dpkg --verify"
 
 # The module systems, unpacked from their packages (the newest downloaded), once per package.
 mods="$work/module-systems"
+mkdir -p "$mods"
 unpacked() {    # package: the directory it is unpacked in
     local file dir
     file=$(ls "$DL_DIR"/"$1"_*.deb 2> /dev/null | sort -V | tail -1)
