@@ -41,7 +41,9 @@
  *   pvar smheap_single_copy_msgs=123
  * (nothing with an MPI that has no such counters).
  *
- *   p2p_bench [-t lat|bw|bibw] [-b heap|stack|heap+8] [-s MIN] [-S MAX] [-i ITERS] [-q]
+ *   p2p_bench [-t lat|bw|bibw] [-b heap|stack|heap+8] [-s MIN] [-S MAX] [-z S1,S2,...]
+ *             [-i ITERS] [-q]
+ *   -z: these sizes instead of the powers of two from MIN to MAX;
  *   -i: iterations (round trips, or windows) for every size; -q: about 8x fewer (smoke tests)
  */
 #define _POSIX_C_SOURCE 200809L
@@ -60,7 +62,8 @@
 #define LAT_ITERS 100000        /* lat: round trips up to LAT_FULL bytes */
 #define LAT_FULL 8192
 #define STACK_SPARE (8L << 20)  /* stack left for MPI itself below the buffers */
-#define MAX_COUNTERS 16
+#define MAX_COUNTERS 32
+#define MAX_SIZES 64
 #define DONE_TAG 999          /* rank 0 to the ranks beyond the pair */
 #define RECV_SHIFT 8            /* -b heap+8: the receive buffer's offset into its page */
 
@@ -68,12 +71,14 @@ static int rank, quick, iters_opt;
 static MPI_Comm pair;           /* ranks 0 and 1 */
 static const char *test = "lat", *buf = "heap";
 static long min_size = -1, max_size = -1;
+static long sizes[MAX_SIZES];  /* -z */
+static int n_sizes;
 
 static void usage(void)
 {
     if (rank == 0)
         fprintf(stderr, "usage: p2p_bench [-t lat|bw|bibw] [-b heap|stack|heap+8] [-s MIN]"
-                " [-S MAX] [-i ITERS] [-q]\n");
+                " [-S MAX] [-z S1,S2,...] [-i ITERS] [-q]\n");
 }
 
 static int is_pow2(long n)
@@ -81,17 +86,29 @@ static int is_pow2(long n)
     return n == 0 || (n > 0 && (n & (n - 1)) == 0);
 }
 
+static long next_size(long s)
+{
+    return s ? 2 * s : 1;
+}
+
 /* Options into the globals; 0 if they make no sense. */
 static int parse(int argc, char **argv)
 {
     int c;
 
-    while ((c = getopt(argc, argv, "t:b:s:S:i:q")) != -1) {
+    while ((c = getopt(argc, argv, "t:b:s:S:z:i:q")) != -1) {
         switch (c) {
         case 't': test = optarg; break;
         case 'b': buf = optarg; break;
         case 's': min_size = atol(optarg); break;
         case 'S': max_size = atol(optarg); break;
+        case 'z':
+            for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
+                if (n_sizes == MAX_SIZES || atol(tok) < 0 || atol(tok) > (1L << 30))
+                    return 0;
+                sizes[n_sizes++] = atol(tok);
+            }
+            break;
         case 'i': iters_opt = atoi(optarg); break;
         case 'q': quick = 1; break;
         default: return 0;
@@ -101,12 +118,22 @@ static int parse(int argc, char **argv)
         return 0;
     if (strcmp(buf, "heap") && strcmp(buf, "stack") && strcmp(buf, "heap+8"))
         return 0;
+    if (n_sizes > 0) {
+        max_size = 0;
+        for (int k = 0; k < n_sizes; k++)
+            max_size = sizes[k] > max_size ? sizes[k] : max_size;
+        return 1;
+    }
     if (min_size < 0)
         min_size = strcmp(test, "lat") ? 65536 : 0;
     if (max_size < 0)
         max_size = strcmp(test, "lat") ? 64L << 20 : 65536;
-    return is_pow2(min_size) && is_pow2(max_size) && min_size <= max_size &&
-        max_size <= (1L << 30);
+    if (!(is_pow2(min_size) && is_pow2(max_size) && min_size <= max_size &&
+          max_size <= (1L << 30)))
+        return 0;
+    for (long size = min_size; size <= max_size; size = next_size(size))
+        sizes[n_sizes++] = size;
+    return 1;
 }
 
 /* Is the stack limit enough for BYTES of buffers on main's stack?  Rank 0 says why not. */
@@ -137,11 +164,6 @@ static void touch(char *p, size_t n)
 static char pattern(long i, int from)
 {
     return (char) (i % 251 + 17 * from);
-}
-
-static long next_size(long s)
-{
-    return s ? 2 * s : 1;
 }
 
 static int lat_iters(long size)
@@ -272,7 +294,8 @@ static void run(char *s, char *r)
             MPI_Bcast(&elapsed, 1, MPI_DOUBLE, 0, pair);
         }
     }
-    for (long size = min_size; size <= max_size; size = next_size(size)) {
+    for (int k = 0; k < n_sizes; k++) {
+        long size = sizes[k];
         double v = strcmp(test, "lat") == 0 ? lat(s, r, size) :
             bw(s, r, size, strcmp(test, "bibw") == 0);
 
@@ -294,6 +317,7 @@ static int smheap_path_counter(const char *name)
     return strncmp(name, "smheap_", 7) == 0 &&
         ((n > 12 && strcmp(name + n - 5, "_msgs") == 0) ||
          strcmp(name, "smheap_copy_detours") == 0 || strcmp(name, "smheap_sleeps") == 0 ||
+         strcmp(name, "smheap_ring_lines") == 0 ||
          strcmp(name, "smheap_ring_slow_spells") == 0 || strncmp(name, "smheap_net_", 11) == 0);
 }
 

@@ -49,20 +49,7 @@ else
 fi
 gcc -O2 -std=c99 -o "$exe/memcpy_bench" "$src/memcpy_bench.c" -lpthread
 
-# launch MPI ARGS...: p2p_bench of that MPI on 2 ranks, one per core (5 minutes at most)
-launch() {
-    local m=$1
-    shift
-    case $m in
-    smheap)  timeout 300 "$top/build/install/bin/mpiexec" -n 2 -bind-to core \
-                 "$exe/smheap/p2p_bench" "$@" ;;
-    nemesis) timeout 300 "$top/build/nemesis/install/bin/mpiexec" -n 2 -bind-to core \
-                 "$exe/nemesis/p2p_bench" "$@" ;;
-    openmpi) timeout 300 mpirun.openmpi -np 2 --bind-to core --allow-run-as-root \
-                 --mca btl self,vader --mca btl_vader_single_copy_mechanism "$vader_copy" \
-                 "$exe/openmpi/p2p_bench" "$@" ;;
-    esac
-}
+. "$top/bench/p2p/launch.sh"
 
 # record LABEL CMD...: one run into the raw file (benchlib.sh)
 record() { bench_record p2p "$raw" "$@"; }
@@ -85,7 +72,7 @@ for r in $(seq "$runs"); do
         [ "$t" = bw ] && tbufs="$bufs heap+8"
         for b in $tbufs; do
             for m in "${order[@]}"; do
-                record "round=$r mpi=$m run=$t/$b" launch "$m" -t "$t" -b "$b" "${qflag[@]}"
+                record "round=$r mpi=$m run=$t/$b" p2p_launch "$m" -t "$t" -b "$b" "${qflag[@]}"
             done
         done
     done

@@ -4,7 +4,8 @@
  * sizes around the block size and the detour bounds, the copy moves exactly the bytes asked
  * for and nothing else, and goes backwards exactly where it should (distance 1 to 15 with a
  * size between the bounds).  The bounds are forced, so the backward copy is tested on any
- * processor, AMD or not.
+ * processor, AMD or not.  The small copy (up to 64 bytes, inlined) moves exactly every
+ * length it takes.
  */
 
 #include "smheap_copy.h"
@@ -49,6 +50,27 @@ static void check_copy(size_t n, size_t src_off, size_t distance)
     CHECK(smheap_copy_detours - before == (unsigned long long) detour);
 }
 
+/* The small copy, every length it takes at several alignments: exactly those bytes. */
+static void check_small_copies(void)
+{
+    for (size_t n = 0; n <= SMHEAP_COPY_SMALL; n++) {
+        for (size_t off = 0; off < 16; off += 5) {
+            unsigned char *src = src_area + off, *dst = dst_area + GUARD + 2 * off;
+            size_t i;
+
+            for (i = 0; i < n; i++)
+                src[i] = (unsigned char) (i * 13 + n + 1);
+            memset(dst - GUARD, 0xA5, n + 2 * GUARD);
+            smheap_copy_small(dst, src, n);
+            CHECK(memcmp(dst, src, n) == 0);
+            for (i = 1; i <= GUARD; i++)
+                if (dst[-(long) i] != 0xA5 || dst[n + i - 1] != 0xA5)
+                    break;
+            CHECK(i == GUARD + 1);
+        }
+    }
+}
+
 int main(void)
 {
     static const size_t sizes[] = { 0, 1, 15, 63, 64, 65, 127, 2048, 2049, 4096, 4097,
@@ -76,6 +98,8 @@ int main(void)
     smheap_copy_detour_min = smheap_copy_detour_max = 0;
     for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
         check_copy(sizes[s], 3, 8);
+
+    check_small_copies();
 
     /* what smheap_copy_init chooses here, reported for the log */
     smheap_copy_init();

@@ -4,8 +4,10 @@
  *     working when its free-running positions wrap past UINT_MAX;
  *   - its hot cell takes a short message only once the producer has been told (by an ack)
  *     that the consumer released the last one there; the consumer finds messages in order
- *     whether they are in the hot cell or their own, and a cell or hot cell written 2^32
- *     positions ago never passes for a new message;
+ *     whether they are in the hot cell or their own;
+ *   - built with narrow sequence numbers (ring_wrap_test), through many wraps: runs of
+ *     messages through the hot cell alone and streams without it never let a cell or the
+ *     hot cell written a wrap ago pass for a new message;
  *   - its warm slot holds one message's data at a time: the producer gets it back only
  *     once the consumer has released the cell that used it, also across UINT_MAX, and
  *     never for more data than it holds;
@@ -83,7 +85,7 @@ static void test_fill_order_wrap(void)
                 if (!cell)
                     return;
                 memcpy(cell->payload, &i, sizeof i);
-                smheap_ring_publish(&p, cell, sizeof i, 0);
+                smheap_ring_publish(&p, &g, cell, sizeof i, 0);
             }
             CHECK(smheap_ring_reserve(&p, &g) == NULL);        /* full at 4 */
             CHECK(smheap_ring_peek(&c, &g) != NULL);
@@ -125,13 +127,13 @@ static void test_warm_slot(void)
                 return;
             CHECK(smheap_ring_reserve_warm(&p, &g, 129) == NULL);      /* too big */
             memcpy(warm, &v, sizeof v);
-            smheap_ring_publish_warm(&p, cell, 8, 100, 0);
+            smheap_ring_publish_warm(&p, &g, cell, 8, 100, 0);
             /* the slot is taken until the consumer releases that cell... */
             other = smheap_ring_reserve(&p, &g);
             CHECK(other != NULL && smheap_ring_reserve_warm(&p, &g, 1) == NULL);
             if (!other)
                 return;
-            smheap_ring_publish(&p, other, 4, 0);
+            smheap_ring_publish(&p, &g, other, 4, 0);
             p.warm_retry = (unsigned) p.pos;       /* (found busy: it would wait before looking again) */
             cell = smheap_ring_peek(&c, &g);
             CHECK(cell != NULL && cell->len == 8 && cell->apart_len == 100 && cell->apart_at == 0);
@@ -181,7 +183,7 @@ static void test_spread(void)
                 if (s == 0)
                     CHECK(at == seen[lap]);     /* one offset per lap */
                 memcpy((char *) cell + at, &v, sizeof v);
-                smheap_ring_publish_apart(&p, cell, hdr, len, at, 0);
+                smheap_ring_publish_apart(&p, &g, cell, hdr, len, at, 0);
                 cell = smheap_ring_peek(&c, &g);
                 CHECK(cell != NULL && cell->len == hdr && cell->apart_len == len);
                 if (!cell)
@@ -197,6 +199,22 @@ static void test_spread(void)
     munmap(r, smheap_ring_size(&g));
 }
 
+/* Publish one int, as a message of `bytes` (the int, then nothing that matters), in the
+ * hot cell if the producer may use it; says which. */
+static int send_sized(smheap_ring_end_t * p, const smheap_ring_geometry_t * g, int v,
+                      size_t bytes)
+{
+    smheap_cell_t *cell = smheap_ring_reserve(p, g), *hot;
+
+    if (cell == NULL)
+        return -1;
+    if ((hot = smheap_ring_reserve_hot(p, g, offsetof(smheap_cell_t, payload) + bytes)))
+        cell = hot;
+    memcpy(cell->payload, &v, sizeof v);
+    smheap_ring_publish(p, g, cell, bytes, 0);
+    return hot != NULL;
+}
+
 /* Publish one int, in the hot cell if the producer may use it; says which. */
 static int send_int(smheap_ring_end_t * p, const smheap_ring_geometry_t * g, int v, unsigned ack)
 {
@@ -204,10 +222,10 @@ static int send_int(smheap_ring_end_t * p, const smheap_ring_geometry_t * g, int
 
     if (cell == NULL)
         return -1;
-    if ((hot = smheap_ring_reserve_hot(p, g, sizeof v)) != NULL)
+    if ((hot = smheap_ring_reserve_hot(p, g, offsetof(smheap_cell_t, payload) + sizeof v)))
         cell = hot;
     memcpy(cell->payload, &v, sizeof v);
-    smheap_ring_publish(p, cell, sizeof v, ack);
+    smheap_ring_publish(p, g, cell, sizeof v, ack);
     return hot != NULL;
 }
 
@@ -238,7 +256,7 @@ static void test_hot_cell(void)
     for (int s = 0; s < 3; s++) {
         ring_at(&p, &c, r, starts[s]);
         CHECK(smheap_ring_reserve(&p, &g) != NULL);
-        CHECK(smheap_ring_reserve_hot(&p, &g, 128 - 24 + 1) == NULL);  /* too big */
+        CHECK(smheap_ring_reserve_hot(&p, &g, 128 + 1) == NULL);       /* too big */
         CHECK(smheap_ring_reserve_hot(&p, &none, 1) == NULL);         /* no hot cell */
         CHECK(send_int(&p, &g, 1, 0) == 1);     /* a new ring's hot cell is free */
         /* not yet read: the next two take their own cells, in the consumer's order */
@@ -256,15 +274,69 @@ static void test_hot_cell(void)
         CHECK(recv_int(&c, &g, &hot) == 5 && hot);
         CHECK(recv_int(&c, &g, &hot) == -1);
     }
-    /* 2^32 positions later, a cell and the hot cell still hold messages from before
-     * (their positions were taken by the other): neither passes for a new one */
-    memset(r, 0, smheap_ring_size(&g));
-    ring_at(&p, &c, r, 0);
-    CHECK(send_int(&p, &g, 1, 0) == 1 && send_int(&p, &g, 2, 0) == 0);
-    ring_at(&p, &c, r, (uint64_t) 1 << 32);
-    CHECK(smheap_ring_peek(&c, &g) == NULL);
-    c.pos++;
-    CHECK(smheap_ring_peek(&c, &g) == NULL);
+    munmap(r, smheap_ring_size(&g));
+}
+
+/* Sequence numbers wrap (SMHEAP_RING_SEQ_BITS; this test is built with few of them too):
+ * long runs of messages through the hot cell alone leave the other cells untouched, long
+ * streams without replies leave the hot cell untouched, and neither may pass for a new
+ * message when the numbers come round again.  Spells of ping-pong (each message read and
+ * acknowledged before the next: all through the hot cell), of streams (messages too big
+ * for it) and of random sends, receives and acks, each a few wraps long:
+ * every message arrives once, in order, and the ring looks empty whenever it is. */
+static void test_seq_wrap(void)
+{
+    smheap_ring_geometry_t g = { .cells = 4, .cell_size = 256, .hot_size = 128 };
+    smheap_ring_t *r = shared_zeroed(smheap_ring_size(&g));
+    smheap_ring_end_t p, c;
+    const uint64_t wrap = UINT64_C(1) << SMHEAP_RING_SEQ_BITS;
+    uint64_t hot_msgs = 0, bad = 0;
+    int sent = 0, got = 0, hot;
+    unsigned seed = 12345;
+
+    if (SMHEAP_RING_SEQ_BITS > 16)
+        return;         /* too many positions to go round: the narrow build does this */
+    smheap_ring_end_init(&p, r);
+    smheap_ring_end_init(&c, r);
+    for (int spell = 0; spell < 60; spell++) {
+        uint64_t len = wrap / 2 + (seed = seed * 1103515245 + 12345) % (3 * wrap);
+
+        for (uint64_t i = 0; i < len; i++) {
+            int kind = spell % 3, burst;
+
+            seed = seed * 1103515245 + 12345;
+            burst = kind == 0 ? 1 : kind == 1 ? 1 + (int) ((seed >> 8) % g.cells) : 0;
+            for (int k = 0; k < burst; k++) {
+                int h = send_sized(&p, &g, sent++, kind == 1 ? g.hot_size : sizeof(int));
+
+                bad += h < 0;
+                hot_msgs += h == 1;
+            }
+            if (kind == 2) {    /* random: a send, a receive (acknowledged or not), a look */
+                if ((seed >> 8) % 3 == 0 && sent - got < (int) g.cells) {
+                    int h = send_int(&p, &g, sent++, 0);
+
+                    bad += h < 0;
+                    hot_msgs += h == 1;
+                } else if (sent > got) {
+                    bad += recv_int(&c, &g, &hot) != got++;
+                    if ((seed >> 12) % 2)
+                        smheap_ring_take_ack(&p, (unsigned) c.pos);
+                }
+            } else {
+                while (got < sent)
+                    bad += recv_int(&c, &g, &hot) != got++;
+                if (kind == 0)
+                    smheap_ring_take_ack(&p, (unsigned) c.pos);
+            }
+            if (got == sent)
+                bad += smheap_ring_peek(&c, &g) != NULL;        /* no stale cell passes */
+        }
+    }
+    CHECK(bad == 0);
+    CHECK(hot_msgs > 0 && hot_msgs < (uint64_t) sent);
+    printf("wrap: %d messages over %d sequence bits, %llu through the hot cell, %llu bad\n",
+           sent, SMHEAP_RING_SEQ_BITS, (unsigned long long) hot_msgs, (unsigned long long) bad);
     munmap(r, smheap_ring_size(&g));
 }
 
@@ -368,7 +440,7 @@ static void produce(smheap_ring_t * r, const smheap_ring_geometry_t * g, stream_
         memcpy(cell->payload, &i, sizeof i);
         for (size_t j = sizeof i; j < len; j++)
             cell->payload[j] = (char) (i + j);
-        smheap_ring_publish(&p, cell, len, 0);
+        smheap_ring_publish(&p, g, cell, len, 0);
         smheap_doorbell_ring(&sh->to_consumer);
     }
 }
@@ -414,11 +486,11 @@ static int send_pair(smheap_ring_end_t * out, const smheap_ring_end_t * in,
     smheap_cell_t *cell, *hot;
 
     while ((cell = smheap_ring_reserve(out, g)) == NULL);
-    if ((hot = smheap_ring_reserve_hot(out, g, 2 * sizeof(int))) != NULL)
+    if ((hot = smheap_ring_reserve_hot(out, g, offsetof(smheap_cell_t, payload) + 8)) != NULL)
         cell = hot;
     memcpy(cell->payload, &v, sizeof v);
     memcpy(cell->payload + sizeof v, &ask, sizeof ask);
-    smheap_ring_publish(out, cell, 2 * sizeof(int), (unsigned) in->pos);
+    smheap_ring_publish(out, g, cell, 2 * sizeof(int), (unsigned) in->pos);
     return hot != NULL;
 }
 
@@ -430,7 +502,7 @@ static int recv_pair(smheap_ring_end_t * in, smheap_ring_end_t * out,
     int v;
 
     while ((cell = smheap_ring_peek(in, g)) == NULL);
-    smheap_ring_take_ack(out, cell->ack);
+    smheap_ring_take_ack(out, smheap_cell_ack(cell));
     memcpy(&v, cell->payload, sizeof v);
     memcpy(ask, cell->payload + sizeof v, sizeof *ask);
     smheap_ring_release(in);
@@ -528,6 +600,11 @@ static void test_two_process_stream(void)
 
 int main(void)
 {
+    if (SMHEAP_RING_SEQ_BITS < 32) {
+        test_seq_wrap();        /* the narrow build: the others assume 32 bits */
+        printf("%s\n", failures ? "FAILED" : "all sequence wrap checks passed");
+        return failures ? 1 : 0;
+    }
     test_fill_order_wrap();
     test_warm_slot();
     test_spread();

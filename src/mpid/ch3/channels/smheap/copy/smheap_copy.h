@@ -44,4 +44,32 @@ static inline void smheap_copy(void *dst, const void *src, size_t n)
         memcpy(dst, src, n);
 }
 
+/* A copy of at most SMHEAP_COPY_SMALL bytes, inlined: at the sizes of the shortest
+ * messages a call to memcpy costs as much as the copy.  Two moves of one width, the second
+ * ending where the data ends, cover any length from that width to twice it. */
+#define SMHEAP_COPY_SMALL 64
+static inline void smheap_copy_small(void *dst, const void *src, size_t n)
+{
+    char *d = dst;
+    const char *s = src;
+
+    if (n > 32) {
+        memcpy(d, s, 32);
+        memcpy(d + n - 32, s + n - 32, 32);
+    } else if (n >= 16) {
+        memcpy(d, s, 16);
+        memcpy(d + n - 16, s + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(d, s, 8);
+        memcpy(d + n - 8, s + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(d, s, 4);
+        memcpy(d + n - 4, s + n - 4, 4);
+    } else if (n > 0) {
+        d[0] = s[0];
+        d[n - 1] = s[n - 1];
+        d[n / 2] = s[n / 2];
+    }
+}
+
 #endif /* SMHEAP_COPY_H_INCLUDED */

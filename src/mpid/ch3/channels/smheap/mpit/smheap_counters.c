@@ -13,6 +13,8 @@ unsigned long long PVAR_COUNTER_smheap_eager_msgs;
 unsigned long long PVAR_COUNTER_smheap_eager_bytes;
 unsigned long long PVAR_COUNTER_smheap_warm_msgs;
 unsigned long long PVAR_COUNTER_smheap_hot_msgs;
+unsigned long long PVAR_COUNTER_smheap_short_msgs;
+unsigned long long PVAR_COUNTER_smheap_ring_lines;
 unsigned long long PVAR_COUNTER_smheap_spread_msgs;
 unsigned long long PVAR_COUNTER_smheap_single_copy_msgs;
 unsigned long long PVAR_COUNTER_smheap_single_copy_bytes;

@@ -21,6 +21,8 @@ extern unsigned long long PVAR_COUNTER_smheap_eager_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_eager_bytes;
 extern unsigned long long PVAR_COUNTER_smheap_warm_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_hot_msgs;
+extern unsigned long long PVAR_COUNTER_smheap_short_msgs;
+extern unsigned long long PVAR_COUNTER_smheap_ring_lines;
 extern unsigned long long PVAR_COUNTER_smheap_spread_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_single_copy_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_single_copy_bytes;

@@ -161,7 +161,7 @@ static void set_geometry(size_t ring, size_t cell, size_t warm)
     size_t header = MPL_ROUND_UP_ALIGN(sizeof(MPIDI_CH3_Pkt_t), SMHEAP_CACHELINE);
     smheap_ring_geometry_t *g = &smheap_queue.geom;
 
-    g->cells = ring / data;
+    g->cells = MPL_MIN(ring / data, SMHEAP_RING_MAX_CELLS);
     g->cell_size = offsetof(smheap_cell_t, payload) + header + data + SMHEAP_CACHELINE;
     g->cell_size = MPL_ROUND_UP_ALIGN(g->cell_size, SMHEAP_CACHELINE);
     g->warm_size = MPL_MIN(warm, smheap_cell_payload(g) / SMHEAP_CACHELINE * SMHEAP_CACHELINE);

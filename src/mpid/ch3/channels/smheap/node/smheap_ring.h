@@ -2,16 +2,22 @@
  * ch3:smheap -- a single-producer, single-consumer ring of fixed-size cells in shared
  * memory.  Independent of MPICH (C11 atomics only) so it can be unit-tested on its own.
  *
- * A cell is published by writing its sequence number (the producer's position plus one)
- * last, with release order; the consumer polls the sequence word of the cell it expects
- * next.  The word, the length and the start of the payload (a whole packet header and a
- * few bytes of data) share one cache line, so a short message costs the receiver a single
- * cache-line transfer, and the producer a single one to write it.  The consumer hands
- * cells back through `head`; the producer keeps a private copy of it and reads the shared
- * one only when its copy says the ring is full.  Positions are free-running unsigned
- * counters; differences are taken modulo 2^32, except in the sequence word, which holds
- * the whole 64-bit position: a cell may be skipped for a while (see the hot cell below),
- * and a cell last written 2^32 positions ago must not pass for a new one.
+ * A cell is published by writing its first word last, with release order: the sequence
+ * number (the producer's position plus one, modulo 2^SMHEAP_RING_SEQ_BITS), the producer's
+ * ack (below) and the cell's form; the consumer polls the word of the cell it expects next.
+ * Form 0 is a payload of `len` bytes; any other form is the caller's own, its bytes right
+ * after the word (smheap_cell_inline), so that a short message and everything that
+ * describes it fit the cell's first cache line: one line for the producer to write, one
+ * for the consumer to take.  The consumer hands cells back through `head`; the producer
+ * keeps a private copy of it and reads the shared one only when its copy says the ring is
+ * full.  Positions are free-running unsigned counters; differences are taken modulo 2^32.
+ *
+ * A cell may be skipped for a while (see the hot cell below), and one written 2^SEQ_BITS
+ * positions ago must not pass for a new one.  So in every period of 2^(SEQ_BITS - 2)
+ * positions, `cells` positions from the middle of it go to their own cells, never to the
+ * hot cell, which rewrites every cell once a period; and at the start of each period a free
+ * hot cell gets a sequence number half the range away from any the consumer is about to
+ * look for.
  *
  * A ring may also have a hot cell, before the others.  A message and its reply going back
  * and forth would otherwise take a new cell each time, and the lines of a ring's worth of
@@ -52,14 +58,46 @@
 #define SMHEAP_CACHELINE 64     /* the line size shared structures are laid out for */
 #endif
 
+#ifndef SMHEAP_RING_SEQ_BITS
+#define SMHEAP_RING_SEQ_BITS 32 /* the unit test takes fewer, to see them wrap */
+#endif
+#define SMHEAP_RING_SEQ_MASK ((UINT64_C(1) << SMHEAP_RING_SEQ_BITS) - 1)
+#define SMHEAP_RING_REFRESH (UINT64_C(1) << (SMHEAP_RING_SEQ_BITS - 2))
+/* acks carry 16 bits of a position: enough while the rings hold fewer than 2^15 cells */
+#define SMHEAP_RING_MAX_CELLS (1u << 14)
+
 typedef struct smheap_cell {
-    _Alignas(SMHEAP_CACHELINE) _Atomic uint64_t seq;        /* position + 1 once published */
-    uint32_t len;               /* payload bytes in this cell */
-    uint32_t apart_len;         /* bytes of the message placed apart, 0 if none */
+    /* sequence number | ack << 32 | form << 48 (smheap_cell_word) */
+    _Alignas(SMHEAP_CACHELINE) _Atomic uint64_t word;
+    uint32_t len;               /* form 0: payload bytes in this cell */
+    uint32_t apart_len;         /* form 0: bytes of the message placed apart, 0 if none */
     uint32_t apart_at;          /* where: offset from the cell, or 0 for the warm slot */
-    uint32_t ack;               /* cells the producer has released of the ring the other way */
     _Alignas(8) char payload[];
 } smheap_cell_t;
+
+static inline uint64_t smheap_cell_word(uint64_t pos, unsigned ack, unsigned form)
+{
+    return (pos & SMHEAP_RING_SEQ_MASK) | (uint64_t) (uint16_t) ack << 32 |
+        (uint64_t) (uint16_t) form << 48;
+}
+
+/* Consumer, of a cell smheap_ring_peek returned: its form (0: a payload of len bytes)... */
+static inline unsigned smheap_cell_form(const smheap_cell_t * cell)
+{
+    return (unsigned) (atomic_load_explicit(&cell->word, memory_order_relaxed) >> 48);
+}
+
+/* ... and its producer's ack, the low 16 bits of a position (smheap_ring_take_ack). */
+static inline unsigned smheap_cell_ack(const smheap_cell_t * cell)
+{
+    return (uint16_t) (atomic_load_explicit(&cell->word, memory_order_relaxed) >> 32);
+}
+
+/* Where a cell of a form other than 0 keeps its bytes: right after the word. */
+static inline char *smheap_cell_inline(smheap_cell_t * cell)
+{
+    return (char *) cell + sizeof(uint64_t);
+}
 
 typedef struct smheap_ring {
     _Alignas(SMHEAP_CACHELINE) atomic_uint head;    /* cells released by the consumer */
@@ -127,25 +165,29 @@ static inline smheap_cell_t *smheap_ring_reserve(smheap_ring_end_t * p,
 }
 
 /* Producer, once smheap_ring_reserve has given it a cell: the hot cell instead, for a
- * message of len payload bytes, or NULL if there is none, it is too small, or the consumer
- * may not have released its last message yet.  Never reads the consumer's head: a stream
- * that gets no replies leaves the hot cell alone. */
+ * message of `bytes` from the start of the cell, or NULL if there is none, it is too small,
+ * the consumer may not have released its last message yet, or every cell is due to be
+ * rewritten (see the top).  Never reads the consumer's head: a stream that gets no replies
+ * leaves the hot cell alone. */
 static inline smheap_cell_t *smheap_ring_reserve_hot(smheap_ring_end_t * p,
                                                      const smheap_ring_geometry_t * g,
-                                                     size_t len)
+                                                     size_t bytes)
 {
-    if (g->hot_size == 0 || len > g->hot_size - offsetof(smheap_cell_t, payload) ||
-        (int) (p->hot_pos - p->head_seen) > 0)
+    if (g->hot_size == 0 || bytes > g->hot_size || (int) (p->hot_pos - p->head_seen) > 0 ||
+        ((p->pos + SMHEAP_RING_REFRESH / 2) & (SMHEAP_RING_REFRESH - 1)) < g->cells)
         return NULL;
     return smheap_ring_hot_cell(p->ring);
 }
 
-/* Producer: the consumer has released `ack` cells (an ack from a cell of the ring that
- * runs the other way). */
+/* Producer: the consumer has released cells up to position `ack` (an ack from a cell of
+ * the ring that runs the other way: its low 16 bits are enough, since it is never more
+ * than the ring's cells from what we last knew). */
 static inline void smheap_ring_take_ack(smheap_ring_end_t * p, unsigned ack)
 {
-    if ((int) (ack - p->head_seen) > 0)
-        p->head_seen = ack;
+    int16_t ahead = (int16_t) (uint16_t) (ack - p->head_seen);
+
+    if (ahead > 0)
+        p->head_seen += (unsigned) ahead;
 }
 
 static inline char *smheap_ring_warm_slot(smheap_ring_t * ring, const smheap_ring_geometry_t * g)
@@ -201,35 +243,75 @@ static inline size_t smheap_ring_spread(const smheap_ring_end_t * p,
  * smheap_ring_spread, or in the warm slot if apart_at is 0 and the producer reserved it),
  * to the consumer, with our ack: the cells we have released of the ring that runs the
  * other way. */
-static inline void smheap_ring_publish_apart(smheap_ring_end_t * p, smheap_cell_t * cell,
-                                             size_t len, size_t apart_len, size_t apart_at,
-                                             unsigned ack)
+/* Producer: the hot cell may be skipped for any number of positions; at the start of every
+ * refresh period, give it a sequence number that the consumer will not look for within
+ * the next two periods, unless it may still hold an unread message (then it was written
+ * less than a ring ago, and is free at the next period). */
+static inline void smheap_ring_refresh_hot(smheap_ring_end_t * p)
+{
+    smheap_cell_t *hot = smheap_ring_hot_cell(p->ring);
+
+    p->head_seen = atomic_load_explicit(&p->ring->head, memory_order_acquire);
+    if ((int) (p->hot_pos - p->head_seen) <= 0)
+        atomic_store_explicit(&hot->word,
+                              smheap_cell_word(p->pos + 1 + 2 * SMHEAP_RING_REFRESH, 0, 0),
+                              memory_order_relaxed);
+}
+
+/* Producer: publish the reserved cell (or the hot cell) with its form. */
+static inline void smheap_ring_publish_form(smheap_ring_end_t * p,
+                                            const smheap_ring_geometry_t * g,
+                                            smheap_cell_t * cell, unsigned form, unsigned ack)
+{
+    int hot = cell == smheap_ring_hot_cell(p->ring);
+
+    p->pos++;
+    if (hot)
+        p->hot_pos = (unsigned) p->pos;
+    atomic_store_explicit(&cell->word, smheap_cell_word(p->pos, ack, form),
+                          memory_order_release);
+    if (!hot && g->hot_size > 0 && (p->pos & (SMHEAP_RING_REFRESH - 1)) == 0)
+        smheap_ring_refresh_hot(p);
+}
+
+/* Producer: hand the reserved cell (or the hot cell, if it reserved that instead), whose
+ * smheap_cell_inline bytes it has written, to the consumer with form (not 0) and our ack. */
+static inline void smheap_ring_publish_inline(smheap_ring_end_t * p,
+                                              const smheap_ring_geometry_t * g,
+                                              smheap_cell_t * cell, unsigned form,
+                                              unsigned ack)
+{
+    smheap_ring_publish_form(p, g, cell, form, ack);
+}
+
+static inline void smheap_ring_publish_apart(smheap_ring_end_t * p,
+                                             const smheap_ring_geometry_t * g,
+                                             smheap_cell_t * cell, size_t len,
+                                             size_t apart_len, size_t apart_at, unsigned ack)
 {
     cell->len = (uint32_t) len;
     cell->apart_len = (uint32_t) apart_len;
     cell->apart_at = (uint32_t) apart_at;
-    cell->ack = ack;
-    p->pos++;
     if (apart_len > 0 && apart_at == 0)
-        p->warm_pos = (unsigned) p->pos;
-    if (cell == smheap_ring_hot_cell(p->ring))
-        p->hot_pos = (unsigned) p->pos;
-    atomic_store_explicit(&cell->seq, p->pos, memory_order_release);
+        p->warm_pos = (unsigned) p->pos + 1;
+    smheap_ring_publish_form(p, g, cell, 0, ack);
 }
 
 /* Producer: hand the reserved cell, holding len bytes (and warm_len bytes in the warm
  * slot, if it reserved it), to the consumer. */
-static inline void smheap_ring_publish_warm(smheap_ring_end_t * p, smheap_cell_t * cell,
-                                            size_t len, size_t warm_len, unsigned ack)
+static inline void smheap_ring_publish_warm(smheap_ring_end_t * p,
+                                            const smheap_ring_geometry_t * g,
+                                            smheap_cell_t * cell, size_t len, size_t warm_len,
+                                            unsigned ack)
 {
-    smheap_ring_publish_apart(p, cell, len, warm_len, 0, ack);
+    smheap_ring_publish_apart(p, g, cell, len, warm_len, 0, ack);
 }
 
 /* Producer: hand the reserved cell, holding len bytes, to the consumer. */
-static inline void smheap_ring_publish(smheap_ring_end_t * p, smheap_cell_t * cell, size_t len,
-                                       unsigned ack)
+static inline void smheap_ring_publish(smheap_ring_end_t * p, const smheap_ring_geometry_t * g,
+                                       smheap_cell_t * cell, size_t len, unsigned ack)
 {
-    smheap_ring_publish_apart(p, cell, len, 0, 0, ack);
+    smheap_ring_publish_apart(p, g, cell, len, 0, 0, ack);
 }
 
 /* Consumer: the oldest unread cell (the hot cell or its position's own), or NULL if the
@@ -239,13 +321,16 @@ static inline smheap_cell_t *smheap_ring_peek(smheap_ring_end_t * c,
 {
     smheap_cell_t *cell;
 
+    uint64_t want = (c->pos + 1) & SMHEAP_RING_SEQ_MASK;
+
     if (g->hot_size > 0) {
         cell = smheap_ring_hot_cell(c->ring);
-        if (atomic_load_explicit(&cell->seq, memory_order_acquire) == c->pos + 1)
+        if ((atomic_load_explicit(&cell->word, memory_order_acquire) & SMHEAP_RING_SEQ_MASK) ==
+            want)
             return cell;
     }
     cell = smheap_ring_cell(c, g);
-    if (atomic_load_explicit(&cell->seq, memory_order_acquire) != c->pos + 1)
+    if ((atomic_load_explicit(&cell->word, memory_order_acquire) & SMHEAP_RING_SEQ_MASK) != want)
         return NULL;
     return cell;
 }

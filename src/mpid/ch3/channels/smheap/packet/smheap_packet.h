@@ -12,6 +12,22 @@
 #include "smheap_copy.h"
 
 #define MPIDI_CH3I_PKTARRAY_SIZE (MPIDI_CH3_PKT_END_ALL + 1)
+
+/* The short form of an eager message in a ring cell.  ch3's packet is 80 bytes (its union
+ * of every packet type), so after the cell's header the data of an eager message would
+ * start in the cell's second line, and 32 bytes of it would reach into the third.  A
+ * message moves line by line between cores, and on a mesh of many cores each line costs
+ * about as much as the message itself.  In the short form a message with data of
+ * SMHEAP_SHORT_DATA bytes at most is the cell's word (smheap_ring.h: sequence number, ack
+ * and this form), the match (tag, rank, context id), the sender's request if it has one
+ * (MPI_Isend: so that MPI_Cancel can find the message), and the data: 48 bytes of data
+ * (44 with a request) share the first line with all of it.  The form gives the data's
+ * length. */
+#define SMHEAP_SHORT_FORM 0x8000
+#define SMHEAP_SHORT_SREQ 0x4000        /* the sender's request follows the match */
+#define SMHEAP_SHORT_LEN_MASK 0x3fff
+#define SMHEAP_SHORT_DATA 512
+#define SMHEAP_SHORT_HEADER (sizeof(uint64_t) + sizeof(MPIDI_Message_match) + sizeof(MPI_Request))
 extern MPIDI_CH3_PktHandler_Fcn *MPIDI_CH3I_pkt_handlers[];    /* by packet type */
 
 /* Fill the handler table with ch3's own (the channel's packets are added by their
@@ -96,6 +112,37 @@ static inline int MPIDI_CH3I_Completion_count(void)
     return MPL_atomic_relaxed_load_int(&MPIDI_CH3I_progress_completion_count);
 }
 
+/* Hand ch3 an eager message in the short form: rebuild its packet, then as for any other. */
+static inline int MPIDI_CH3I_Receive_short(MPIDI_VC_t * vc, smheap_cell_t * cell, unsigned form)
+{
+    MPIDI_CH3_Pkt_t pkt;
+    MPIDI_CH3_Pkt_eager_send_t *eager = &pkt.eager_send;
+    char *at = smheap_cell_inline(cell);
+    intptr_t len = form & SMHEAP_SHORT_LEN_MASK;
+    MPIR_Request *rreq = NULL;
+    int mpi_errno;
+
+    MPIR_Assert(vc->ch.recv_active == NULL);    /* a whole message, between messages */
+    MPIDI_Pkt_init(eager, MPIDI_CH3_PKT_EAGER_SEND);
+    memcpy(&eager->match, at, sizeof(eager->match));
+    at += sizeof(eager->match);
+    eager->sender_req_id = MPI_REQUEST_NULL;
+    if (form & SMHEAP_SHORT_SREQ) {
+        memcpy(&eager->sender_req_id, at, sizeof(eager->sender_req_id));
+        at += sizeof(eager->sender_req_id);
+    }
+    eager->data_sz = len;
+    mpi_errno = MPIDI_CH3I_pkt_handlers[MPIDI_CH3_PKT_EAGER_SEND] (vc, &pkt, at, &len, &rreq);
+    if (rreq != NULL) {
+        /* a receive that takes its data piece by piece (a noncontiguous datatype) */
+        rreq->dev.iov_offset = 0;
+        vc->ch.recv_active = rreq;
+        if (mpi_errno == MPI_SUCCESS && len < eager->data_sz)
+            mpi_errno = MPIDI_CH3I_Handle_cell(vc, at + len, eager->data_sz - len);
+    }
+    return mpi_errno;
+}
+
 /* Hand one ring cell to ch3.  A cell holding just a packet header, arriving between
  * messages (every short message and most control packets, and eager messages whose data
  * is placed apart), goes straight to its handler; anything else takes the general path.
@@ -105,9 +152,13 @@ static inline int MPIDI_CH3I_Receive_cell(MPIDI_VC_t * vc, smheap_cell_t * cell)
     MPIDI_CH3_Pkt_t *pkt = (MPIDI_CH3_Pkt_t *) cell->payload;
     MPIR_Request *rreq = NULL;
     char *data = cell->payload + sizeof(*pkt);
-    intptr_t len = cell->apart_len;
+    unsigned form = smheap_cell_form(cell);
+    intptr_t len;
     int mpi_errno;
 
+    if (form & SMHEAP_SHORT_FORM)
+        return MPIDI_CH3I_Receive_short(vc, cell, form);
+    len = cell->apart_len;
     if (vc->ch.recv_active != NULL || cell->len != sizeof(MPIDI_CH3_Pkt_t)) {
         MPIR_Assert(cell->apart_len == 0);      /* only a new message places data apart */
         return MPIDI_CH3I_Handle_cell(vc, cell->payload, cell->len);

@@ -49,6 +49,15 @@ static inline void copy_into_ring(char *dst, const void *src, size_t n, int time
     }
 }
 
+/* Count the cache lines a message was written into (MPI_T): hdr bytes from the start of its
+ * cell, and apart bytes placed apart from them. */
+static inline void count_lines(size_t hdr, size_t apart)
+{
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_ring_lines,
+                            MPL_DIV_ROUNDUP(hdr, SMHEAP_CACHELINE) +
+                            MPL_DIV_ROUNDUP(apart, SMHEAP_CACHELINE));
+}
+
 /* What a cell we send tells vc's process: how many of its cells to us we have released. */
 static inline unsigned our_ack(const MPIDI_VC_t * vc)
 {
@@ -92,7 +101,8 @@ int MPIDI_CH3I_Writev(MPIDI_VC_t * vc, struct iovec **iov, int *n_iov, int timed
                 n--;
             }
         }
-        smheap_ring_publish(&vc->ch.out, cell, used, our_ack(vc));
+        smheap_ring_publish(&vc->ch.out, geom, cell, used, our_ack(vc));
+        count_lines(offsetof(smheap_cell_t, payload) + used, 0);
         published = 1;
     }
     if (published)
@@ -172,14 +182,57 @@ static inline void copy_data(char *dst, const struct iovec *iov, int n_iov)
     }
 }
 
+/* An eager message of 1 to SMHEAP_SHORT_DATA bytes of contiguous data (a packet and its
+ * data): where its data is, and how much.  FALSE for every other packet, among them ch3's
+ * own short packet (MPI_Send of up to 16 bytes), whose data inside the packet already ends
+ * within the cell's first line, and empty messages, whose header does too. */
+static inline int short_eager_data(const struct iovec *iov, int n_iov, const void **data,
+                                   size_t *len)
+{
+#ifndef MPID_USE_SEQUENCE_NUMBERS       /* the short form has no room for them */
+    const MPIDI_CH3_Pkt_t *pkt = iov[0].iov_base;
+
+    if (pkt->type == MPIDI_CH3_PKT_EAGER_SEND && n_iov <= 2) {
+        *len = n_iov == 2 ? iov[1].iov_len : 0;
+        *data = n_iov == 2 ? iov[1].iov_base : NULL;
+        return *len > 0 && *len <= SMHEAP_SHORT_DATA && *len == (size_t) pkt->eager_send.data_sz;
+    }
+#endif
+    return FALSE;
+}
+
+/* Write a short eager message into cell in the short form (smheap_packet.h) and publish it. */
+static inline void send_short(MPIDI_VC_t * vc, smheap_cell_t * cell, const MPIDI_CH3_Pkt_t * pkt,
+                              const void *data, size_t len, unsigned ack)
+{
+    char *at = smheap_cell_inline(cell);
+    unsigned form = SMHEAP_SHORT_FORM | (unsigned) len;
+
+    memcpy(at, &pkt->eager_send.match, sizeof(MPIDI_Message_match));
+    at += sizeof(MPIDI_Message_match);
+    if (pkt->eager_send.sender_req_id != MPI_REQUEST_NULL) {
+        memcpy(at, &pkt->eager_send.sender_req_id, sizeof(MPI_Request));
+        at += sizeof(MPI_Request);
+        form |= SMHEAP_SHORT_SREQ;
+    }
+    if (len <= SMHEAP_COPY_SMALL)
+        smheap_copy_small(at, data, len);
+    else
+        memcpy(at, data, len);
+    smheap_ring_publish_inline(&vc->ch.out, vc->ch.geom, cell, form, ack);
+    count_lines(at + len - (char *) cell, 0);
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_short_msgs, 1);
+}
+
 /* The commonest sends, a lone packet header (every short message, most control packets) or
  * a header and data that fit in one cell (eager messages), to a VC with nothing queued: the
  * message goes straight into one cell, with no iov bookkeeping and the header copied at a
- * size the compiler inlines.  From a few KiB its data goes further into the cell, where the
- * ring spreads it (smheap_ring.h); smaller data of at least a kilobyte or so goes into the
- * ring's warm slot if that is free; other data follows the header.  (Spread lines come
- * back cold; the slot's come back from the other core's cache, which is cheaper only for
- * the smallest; figures: doc/p2p.md.)
+ * size the compiler inlines.  Eager messages of a few hundred bytes go in the short form,
+ * whose header leaves 48 bytes of data in the cell's first line.  From a few KiB the data
+ * goes further into the cell, where the ring spreads it (smheap_ring.h); smaller data of at
+ * least a kilobyte or so goes into the ring's warm slot if that is free; other data follows
+ * the header.  (Spread lines come back cold; the slot's come back from the other core's
+ * cache, which is cheaper only for the smallest; figures: doc/p2p.md.)
  * A short message whose last one has been read goes into the ring's hot cell, whose lines
  * stay in both cores' caches (smheap_ring.h).  This is the sending half of the
  * small-message latency. */
@@ -187,36 +240,50 @@ static inline int try_send_in_one_cell(MPIDI_VC_t * vc, const struct iovec *iov,
 {
     smheap_cell_t *cell = reserve_for_new_message(vc), *hot;
     const smheap_ring_geometry_t *geom = vc->ch.geom;
-    size_t used = sizeof(MPIDI_CH3_Pkt_t), data = 0, at;
+    size_t used = sizeof(MPIDI_CH3_Pkt_t), data = 0, at, bytes;
     unsigned ack = our_ack(vc);
+    const void *short_data;
     char *warm;
-    int i;
+    int i, is_short;
 
     if (cell == NULL)
         return FALSE;
-    for (i = 1; i < n_iov; i++)
-        data += iov[i].iov_len;
-    if (data > smheap_cell_payload(geom) - used)
-        return FALSE;   /* nothing written: the cell stays free */
+    is_short = short_eager_data(iov, n_iov, &short_data, &data);
+    if (is_short) {
+        bytes = SMHEAP_SHORT_HEADER + data;
+    } else {
+        for (i = 1, data = 0; i < n_iov; i++)
+            data += iov[i].iov_len;
+        if (data > smheap_cell_payload(geom) - used)
+            return FALSE;       /* nothing written: the cell stays free */
+        bytes = offsetof(smheap_cell_t, payload) + used + data;
+    }
     count_eager(iov[0].iov_base);
-    if ((hot = smheap_ring_reserve_hot(&vc->ch.out, geom, used + data)) != NULL) {
+    if ((hot = smheap_ring_reserve_hot(&vc->ch.out, geom, bytes)) != NULL) {
         cell = hot;
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_hot_msgs, 1);
     }
-    memcpy(cell->payload, iov[0].iov_base, sizeof(MPIDI_CH3_Pkt_t));
-    if (hot == NULL && data >= smheap_queue.spread_min &&
-        (at = smheap_ring_spread(&vc->ch.out, geom, used, data)) != 0) {
-        copy_data((char *) cell + at, iov, n_iov);
-        smheap_ring_publish_apart(&vc->ch.out, cell, used, data, at, ack);
-        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_spread_msgs, 1);
-    } else if (hot == NULL && data >= smheap_queue.warm_min &&
-               (warm = smheap_ring_reserve_warm(&vc->ch.out, geom, data)) != NULL) {
-        copy_data(warm, iov, n_iov);
-        smheap_ring_publish_warm(&vc->ch.out, cell, used, data, ack);
-        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_warm_msgs, 1);
+    if (is_short) {
+        send_short(vc, cell, iov[0].iov_base, short_data, data, ack);
     } else {
-        copy_data(cell->payload + used, iov, n_iov);
-        smheap_ring_publish(&vc->ch.out, cell, used + data, ack);
+        memcpy(cell->payload, iov[0].iov_base, sizeof(MPIDI_CH3_Pkt_t));
+        if (hot == NULL && data >= smheap_queue.spread_min &&
+            (at = smheap_ring_spread(&vc->ch.out, geom, used, data)) != 0) {
+            copy_data((char *) cell + at, iov, n_iov);
+            smheap_ring_publish_apart(&vc->ch.out, geom, cell, used, data, at, ack);
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_spread_msgs, 1);
+            count_lines(offsetof(smheap_cell_t, payload) + used, data);
+        } else if (hot == NULL && data >= smheap_queue.warm_min &&
+                   (warm = smheap_ring_reserve_warm(&vc->ch.out, geom, data)) != NULL) {
+            copy_data(warm, iov, n_iov);
+            smheap_ring_publish_warm(&vc->ch.out, geom, cell, used, data, ack);
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_warm_msgs, 1);
+            count_lines(offsetof(smheap_cell_t, payload) + used, data);
+        } else {
+            copy_data(cell->payload + used, iov, n_iov);
+            smheap_ring_publish(&vc->ch.out, geom, cell, used + data, ack);
+            count_lines(bytes, 0);
+        }
     }
     smheap_doorbell_ring(vc->ch.peer_bell);
     return TRUE;

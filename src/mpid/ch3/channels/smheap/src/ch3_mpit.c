@@ -96,6 +96,12 @@ static void register_messages(void)
     COUNTER(smheap_hot_msgs, MPI_T_VERBOSITY_USER_DETAIL,
             "short messages and packets that went through a ring's hot cell (their "
             "receiver had read the last one there), not through a cell of their own");
+    COUNTER(smheap_short_msgs, MPI_T_VERBOSITY_USER_DETAIL,
+            "eager messages of a few hundred bytes at most sent in a ring cell's short form, "
+            "whose header leaves 48 bytes of data in the cell's first cache line");
+    COUNTER(smheap_ring_lines, MPI_T_VERBOSITY_USER_DETAIL,
+            "cache lines of ring cells, warm slots and spread data that sent messages "
+            "were written into");
     COUNTER(smheap_spread_msgs, MPI_T_VERBOSITY_USER_DETAIL,
             "eager messages whose data went further into their cell, where the ring "
             "spreads it from lap to lap");

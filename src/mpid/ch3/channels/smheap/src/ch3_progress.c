@@ -136,7 +136,7 @@ static int poll_inbox(int *made_progress)
         MPIDI_PG_Get_vc_set_active(MPIDI_Process.my_pg, vc->pg_rank, &vc);
         for (; cell != NULL && budget-- > 0;
              cell = smheap_ring_peek(&vc->ch.in, &smheap_queue.geom)) {
-            smheap_ring_take_ack(&vc->ch.out, cell->ack);
+            smheap_ring_take_ack(&vc->ch.out, smheap_cell_ack(cell));
             mpi_errno = MPIDI_CH3I_Receive_cell(vc, cell);
             smheap_ring_release(&vc->ch.in);
             MPIR_ERR_CHECK(mpi_errno);
