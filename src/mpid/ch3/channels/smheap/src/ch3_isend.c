@@ -224,6 +224,12 @@ static inline void send_short(MPIDI_VC_t * vc, smheap_cell_t * cell, const MPIDI
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_short_msgs, 1);
 }
 
+/* A lone packet header that fits in the cell's first line (ch3's short packet with its data,
+ * an empty eager message, most control packets) is written there and no further: the rest
+ * of the channel's fixed header size is the packet union's padding, which no handler reads,
+ * and writing it would cost the line after. */
+#define FIRST_LINE_HEADER (SMHEAP_CACHELINE - offsetof(smheap_cell_t, payload))
+
 /* The commonest sends, a lone packet header (every short message, most control packets) or
  * a header and data that fit in one cell (eager messages), to a VC with nothing queued: the
  * message goes straight into one cell, with no iov bookkeeping and the header copied at a
@@ -266,7 +272,12 @@ static inline int try_send_in_one_cell(MPIDI_VC_t * vc, const struct iovec *iov,
     if (is_short) {
         send_short(vc, cell, iov[0].iov_base, short_data, data, ack);
     } else {
-        memcpy(cell->payload, iov[0].iov_base, sizeof(MPIDI_CH3_Pkt_t));
+        if (data == 0 && iov[0].iov_len <= FIRST_LINE_HEADER) {
+            memcpy(cell->payload, iov[0].iov_base, FIRST_LINE_HEADER);
+            bytes = SMHEAP_CACHELINE;
+        } else {
+            memcpy(cell->payload, iov[0].iov_base, sizeof(MPIDI_CH3_Pkt_t));
+        }
         if (hot == NULL && data >= smheap_queue.spread_min &&
             (at = smheap_ring_spread(&vc->ch.out, geom, used, data)) != 0) {
             copy_data((char *) cell + at, iov, n_iov);
