@@ -4,7 +4,7 @@
  * sizes around the block size and the detour bounds, the copy moves exactly the bytes asked
  * for and nothing else, and goes backwards exactly where it should (distance 1 to 15 with a
  * size between the bounds).  The bounds are forced, so the backward copy is tested on any
- * processor, AMD or not.  The small copy (up to 64 bytes, inlined) moves exactly every
+ * processor, AMD or not; so are copies in pieces (smheap_copy_solo).  The small copy (up to 64 bytes, inlined) moves exactly every
  * length it takes.
  */
 
@@ -101,10 +101,35 @@ int main(void)
 
     check_small_copies();
 
+    /* in pieces (forced: 1000 bytes, no divisor of any copy, from 4096 to 150000 bytes),
+     * with and without the detour: the same bytes, each copy counted once */
+    smheap_copy_pieces_min = 4096;
+    smheap_copy_pieces_max = 150000;
+    smheap_copy_piece = 1000;
+    for (int detour = 0; detour < 2; detour++) {
+        smheap_copy_detour_min = detour ? 512 : 0;
+        smheap_copy_detour_max = detour ? 128 * 1024 : 0;
+        for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+            unsigned long long before = smheap_copy_pieced;
+            unsigned char *src = src_area + 5, *dst = dst_area + GUARD + 5 + (detour ? 8 : 64);
+
+            for (size_t i = 0; i < sizes[s]; i++)
+                src[i] = (unsigned char) (i * 11 + s);
+            memset(dst - GUARD, 0xA5, sizes[s] + 2 * GUARD);
+            smheap_copy_solo(dst, src, sizes[s]);
+            CHECK(memcmp(dst, src, sizes[s]) == 0);
+            CHECK(dst[-1] == 0xA5 && dst[sizes[s]] == 0xA5);
+            CHECK(smheap_copy_pieced - before == (sizes[s] >= 4096 && sizes[s] < 150000));
+        }
+    }
+    smheap_copy_pieces_min = smheap_copy_pieces_max = smheap_copy_piece = 0;
+    smheap_copy_detour_min = smheap_copy_detour_max = 0;
+
     /* what smheap_copy_init chooses here, reported for the log */
     smheap_copy_init();
-    printf("this processor: detour for %zu < n < %zu (0, 0: none)\n", smheap_copy_detour_min,
-           smheap_copy_detour_max);
+    printf("this processor: detour for %zu < n < %zu (0, 0: none); pieces of %zu for %zu <= "
+           "n < %zu (0: none)\n", smheap_copy_detour_min, smheap_copy_detour_max,
+           smheap_copy_piece, smheap_copy_pieces_min, smheap_copy_pieces_max);
 
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);

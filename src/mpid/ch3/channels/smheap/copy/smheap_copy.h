@@ -13,7 +13,15 @@
  * cells (a cell is 64 bytes longer than a power of two), so any bulk copy of the channel
  * may meet that distance.  Where smheap_copy_init measures memcpy to be slow there, such
  * copies go backwards in 64-byte blocks instead, which also avoids the 4 KiB aliasing a
- * forward loop suffers at that distance.  Independent of MPICH, so that it can be
+ * forward loop suffers at that distance.
+ *
+ * From the L2 size up, glibc leaves `rep movsb` on AMD for a vector loop; on AMD Zen 5 that
+ * copied 1-2 MiB at 55-58 GB/s where the same bytes in pieces of 256 KiB went at 64-72
+ * (figures: doc/p2p.md).  Where smheap_copy_init does not find one copy of twice the L2
+ * size faster than the same copy in pieces of a quarter of the L2, a core's copies from the
+ * L2 size to half the L3 made alone (smheap_copy_solo) go in such pieces: below half the L3 glibc copies with ordinary stores
+ * either way, so pieces cost nothing where they gain nothing; above it glibc may use
+ * non-temporal stores, which pieces would forgo.  Independent of MPICH, so that it can be
  * unit-tested alone.
  */
 
@@ -30,9 +38,14 @@
  * memcpy is not slow there, and before smheap_copy_init. */
 extern size_t smheap_copy_detour_min, smheap_copy_detour_max;
 extern unsigned long long smheap_copy_detours;  /* copies that went backwards */
+/* Copies of smheap_copy_pieces_min (0: none) to smheap_copy_pieces_max bytes (exclusive) go
+ * in pieces of smheap_copy_piece bytes. */
+extern size_t smheap_copy_pieces_min, smheap_copy_pieces_max, smheap_copy_piece;
+extern unsigned long long smheap_copy_pieced;   /* copies that went in pieces */
 
 void smheap_copy_init(void);
 void smheap_copy_backward(void *dst, const void *src, size_t n);
+void smheap_copy_in_pieces(void *dst, const void *src, size_t n);
 
 static inline void smheap_copy(void *dst, const void *src, size_t n)
 {
@@ -42,6 +55,19 @@ static inline void smheap_copy(void *dst, const void *src, size_t n)
         smheap_copy_backward(dst, src, n);
     else
         memcpy(dst, src, n);
+}
+
+/* A bulk copy by a core that copies alone (an RMA operation in place: the target takes
+ * no part), in pieces where that is faster.  Not for copies that two cores make at once
+ * (messages, collectives): there the pieces were slower, 6 % at 4-8 MiB and 15 % at
+ * 16 MiB (figures: doc/p2p.md). */
+static inline void smheap_copy_solo(void *dst, const void *src, size_t n)
+{
+    if (smheap_copy_pieces_min != 0 && n >= smheap_copy_pieces_min &&
+        n < smheap_copy_pieces_max)
+        smheap_copy_in_pieces(dst, src, n);
+    else
+        smheap_copy(dst, src, n);
 }
 
 /* A copy of at most SMHEAP_COPY_SMALL bytes, inlined: at the sizes of the shortest

@@ -36,7 +36,7 @@ static inline int MPIDI_CH3I_Rma_copy(const void *src, MPI_Aint scount, MPI_Data
     bytes = scount * MPIR_Datatype_get_basic_size(stype);
     if (bytes <= 0 || bytes != dcount * MPIR_Datatype_get_basic_size(dtype))
         return FALSE;   /* ch3's copy reports a mismatch */
-    smheap_copy(dest, src, bytes);
+    smheap_copy_solo(dest, src, bytes);
     return TRUE;
 }
 

@@ -148,6 +148,10 @@ static void register_messages(void)
                  "bulk copies of this process that went backwards, around glibc's slow "
                  "memcpy on AMD at a source-to-destination distance of 1 to 15 bytes mod "
                  "4 KiB");
+    READ_COUNTER(smheap_copy_pieced, &smheap_copy_pieced, NULL, MPI_T_VERBOSITY_USER_DETAIL,
+                 "copies of one-sided operations done in place, from the L2 size to half the "
+                 "L3, that went in pieces of a quarter of the L2, where MPI_Init did not find "
+                 "one memcpy faster");
     COUNTER(smheap_cells_received, MPI_T_VERBOSITY_USER_DETAIL, "ring cells this rank received");
     COUNTER(smheap_links_opened, MPI_T_VERBOSITY_USER_DETAIL,
             "link segments this process created (connections to processes of other jobs)");
