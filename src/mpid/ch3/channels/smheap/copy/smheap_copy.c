@@ -3,8 +3,10 @@
  */
 
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE         /* MAP_ANONYMOUS */
 #include "smheap_copy.h"
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__)
@@ -92,15 +94,16 @@ static double best_bulk_time(char *dst, const char *src, size_t n, size_t piece)
  * none, either way is as good. */
 static int memcpy_whole_not_faster(size_t l2)
 {
-    size_t n = 2 * l2;
-    char *src = malloc(n), *dst = malloc(n + 64);
+    size_t n = 2 * l2, area_bytes = 2 * n + 64;
+    /* mapped for the probe alone: megabytes through malloc, at MPI_Init, would leave the
+     * program's heap (the shared one) in another state than it would be in without them */
+    char *area = mmap(NULL, area_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+    char *src = area, *dst = area + n;
     double whole = 1e9, pieces = 1e9;
 
-    if (src == NULL || dst == NULL) {
-        free(src);
-        free(dst);
+    if (area == MAP_FAILED)
         return 0;
-    }
     memset(src, 1, n);
     memset(dst, 0, n + 64);
     for (int round = 0; round < 3; round++) {
@@ -110,8 +113,7 @@ static int memcpy_whole_not_faster(size_t l2)
         whole = w < whole ? w : whole;
         pieces = p < pieces ? p : pieces;
     }
-    free(src);
-    free(dst);
+    munmap(area, area_bytes);
     return pieces <= whole;
 }
 

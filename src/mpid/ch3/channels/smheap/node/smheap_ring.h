@@ -238,11 +238,6 @@ static inline size_t smheap_ring_spread(const smheap_ring_end_t * p,
     return first + (size_t) (p->pos >> __builtin_ctz(g->cells)) % places * stride;
 }
 
-/* Producer: hand the reserved cell (or the hot cell, if it reserved that instead),
- * holding len bytes, and apart_len bytes placed apart (at apart_at from the cell, from
- * smheap_ring_spread, or in the warm slot if apart_at is 0 and the producer reserved it),
- * to the consumer, with our ack: the cells we have released of the ring that runs the
- * other way. */
 /* Producer: the hot cell may be skipped for any number of positions; at the start of every
  * refresh period, give it a sequence number that the consumer will not look for within
  * the next two periods, unless it may still hold an unread message (then it was written
@@ -284,6 +279,11 @@ static inline void smheap_ring_publish_inline(smheap_ring_end_t * p,
     smheap_ring_publish_form(p, g, cell, form, ack);
 }
 
+/* Producer: hand the reserved cell (or the hot cell, if it reserved that instead),
+ * holding len bytes, and apart_len bytes placed apart (at apart_at from the cell, from
+ * smheap_ring_spread, or in the warm slot if apart_at is 0 and the producer reserved it),
+ * to the consumer, with our ack: the cells we have released of the ring that runs the
+ * other way. */
 static inline void smheap_ring_publish_apart(smheap_ring_end_t * p,
                                              const smheap_ring_geometry_t * g,
                                              smheap_cell_t * cell, size_t len,
