@@ -18,11 +18,11 @@
  * From the L2 size up, glibc leaves `rep movsb` on AMD for a vector loop; on AMD Zen 5 that
  * copied 1-2 MiB at 55-58 GB/s where the same bytes in pieces of 256 KiB went at 64-72
  * (figures: doc/p2p.md).  Where smheap_copy_init does not find one copy of twice the L2
- * size faster than the same copy in pieces of a quarter of the L2, a core's copies from the
- * L2 size to half the L3 made alone (smheap_copy_solo) go in such pieces: below half the L3 glibc copies with ordinary stores
- * either way, so pieces cost nothing where they gain nothing; above it glibc may use
- * non-temporal stores, which pieces would forgo.  Independent of MPICH, so that it can be
- * unit-tested alone.
+ * size faster than the same copy in pieces of a quarter of the L2, the copies a core makes
+ * alone (smheap_copy_solo) from the L2 size to half the L3 go in such pieces: below half the
+ * L3 glibc copies with ordinary stores either way, so pieces cost nothing where they gain
+ * nothing; above it glibc may use non-temporal stores, which pieces would forgo.
+ * Independent of MPICH, so that it can be unit-tested alone.
  */
 
 #ifndef SMHEAP_COPY_H_INCLUDED

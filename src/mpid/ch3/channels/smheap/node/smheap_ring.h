@@ -253,7 +253,9 @@ static inline void smheap_ring_refresh_hot(smheap_ring_end_t * p)
                               memory_order_relaxed);
 }
 
-/* Producer: publish the reserved cell (or the hot cell) with its form. */
+/* Producer: hand the reserved cell (or the hot cell, if it reserved that instead) to the
+ * consumer with its form and our ack; a form other than 0 means the producer wrote the
+ * cell's smheap_cell_inline bytes. */
 static inline void smheap_ring_publish_form(smheap_ring_end_t * p,
                                             const smheap_ring_geometry_t * g,
                                             smheap_cell_t * cell, unsigned form, unsigned ack)
@@ -267,16 +269,6 @@ static inline void smheap_ring_publish_form(smheap_ring_end_t * p,
                           memory_order_release);
     if (!hot && g->hot_size > 0 && (p->pos & (SMHEAP_RING_REFRESH - 1)) == 0)
         smheap_ring_refresh_hot(p);
-}
-
-/* Producer: hand the reserved cell (or the hot cell, if it reserved that instead), whose
- * smheap_cell_inline bytes it has written, to the consumer with form (not 0) and our ack. */
-static inline void smheap_ring_publish_inline(smheap_ring_end_t * p,
-                                              const smheap_ring_geometry_t * g,
-                                              smheap_cell_t * cell, unsigned form,
-                                              unsigned ack)
-{
-    smheap_ring_publish_form(p, g, cell, form, ack);
 }
 
 /* Producer: hand the reserved cell (or the hot cell, if it reserved that instead),

@@ -112,6 +112,19 @@ static inline int MPIDI_CH3I_Completion_count(void)
     return MPL_atomic_relaxed_load_int(&MPIDI_CH3I_progress_completion_count);
 }
 
+/* A handler (which returned mpi_errno) took `used` of the `total` bytes of data that came
+ * with its packet and gave back rreq, a receive that takes the rest piece by piece: from
+ * these bytes, then from later cells. */
+static inline int MPIDI_CH3I_Receive_rest(MPIDI_VC_t * vc, MPIR_Request * rreq, int mpi_errno,
+                                          char *data, intptr_t used, intptr_t total)
+{
+    rreq->dev.iov_offset = 0;
+    vc->ch.recv_active = rreq;
+    if (mpi_errno == MPI_SUCCESS && used < total)
+        mpi_errno = MPIDI_CH3I_Handle_cell(vc, data + used, total - used);
+    return mpi_errno;
+}
+
 /* Hand ch3 an eager message in the short form: rebuild its packet, then as for any other. */
 static inline int MPIDI_CH3I_Receive_short(MPIDI_VC_t * vc, smheap_cell_t * cell, unsigned form)
 {
@@ -133,13 +146,8 @@ static inline int MPIDI_CH3I_Receive_short(MPIDI_VC_t * vc, smheap_cell_t * cell
     }
     eager->data_sz = len;
     mpi_errno = MPIDI_CH3I_pkt_handlers[MPIDI_CH3_PKT_EAGER_SEND] (vc, &pkt, at, &len, &rreq);
-    if (rreq != NULL) {
-        /* a receive that takes its data piece by piece (a noncontiguous datatype) */
-        rreq->dev.iov_offset = 0;
-        vc->ch.recv_active = rreq;
-        if (mpi_errno == MPI_SUCCESS && len < eager->data_sz)
-            mpi_errno = MPIDI_CH3I_Handle_cell(vc, at + len, eager->data_sz - len);
-    }
+    if (rreq != NULL)
+        mpi_errno = MPIDI_CH3I_Receive_rest(vc, rreq, mpi_errno, at, len, eager->data_sz);
     return mpi_errno;
 }
 
@@ -167,13 +175,8 @@ static inline int MPIDI_CH3I_Receive_cell(MPIDI_VC_t * vc, smheap_cell_t * cell)
     if (len > 0)
         data = smheap_ring_apart_data(&vc->ch.in, vc->ch.geom, cell);
     mpi_errno = MPIDI_CH3I_pkt_handlers[pkt->type] (vc, pkt, data, &len, &rreq);
-    if (rreq != NULL) {
-        /* the message's data follows: placed apart, or in later cells */
-        rreq->dev.iov_offset = 0;
-        vc->ch.recv_active = rreq;
-        if (mpi_errno == MPI_SUCCESS && len < (intptr_t) cell->apart_len)
-            mpi_errno = MPIDI_CH3I_Handle_cell(vc, data + len, cell->apart_len - len);
-    }
+    if (rreq != NULL)   /* the message's data follows: placed apart, or in later cells */
+        mpi_errno = MPIDI_CH3I_Receive_rest(vc, rreq, mpi_errno, data, len, cell->apart_len);
     return mpi_errno;
 }
 

@@ -219,7 +219,7 @@ static inline void send_short(MPIDI_VC_t * vc, smheap_cell_t * cell, const MPIDI
         smheap_copy_small(at, data, len);
     else
         memcpy(at, data, len);
-    smheap_ring_publish_inline(&vc->ch.out, vc->ch.geom, cell, form, ack);
+    smheap_ring_publish_form(&vc->ch.out, vc->ch.geom, cell, form, ack);
     count_lines(at + len - (char *) cell, 0);
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_short_msgs, 1);
 }
