@@ -51,6 +51,11 @@ size_t smheap_committed(void);
  * caches keep for reuse). */
 size_t smheap_in_use(void);
 
+/* From now on the slice's pages stay in /dev/shm until the job ends, the freed ones kept
+ * for reuse: a network card's registration of heap memory, which pins the pages it finds,
+ * then never holds pages the heap gave back while the program writes to new ones. */
+void smheap_keep_pages(void);
+
 /* Serve every later allocation from glibc; blocks already in the heap are still freed
  * into it. */
 void smheap_disable(void);

@@ -89,6 +89,7 @@ static int tmpfs_full;
 
 /* Bytes the large arena has committed, and bytes of its blocks in use. */
 static _Atomic size_t large_committed, large_in_use;
+static atomic_bool keeping_pages;       /* smheap_engine_keep_pages was called */
 
 static void report_tmpfs_full(void)
 {
@@ -157,7 +158,7 @@ static void extent_destroy(extent_hooks_t * hooks, void *addr, size_t size, bool
                            unsigned arena_ind)
 {
     (void) hooks;
-    if (committed)
+    if (committed && !atomic_load_explicit(&keeping_pages, memory_order_relaxed))
         decommit(arena_ind, addr, size);
 }
 
@@ -168,10 +169,13 @@ static bool extent_commit(extent_hooks_t * hooks, void *addr, size_t size, size_
     return commit(arena_ind, (char *) addr + offset, length) != 0;
 }
 
+/* Keeping pages, opt out: jemalloc then keeps the range committed and reuses it. */
 static bool extent_decommit(extent_hooks_t * hooks, void *addr, size_t size, size_t offset,
                             size_t length, unsigned arena_ind)
 {
     (void) hooks, (void) size;
+    if (atomic_load_explicit(&keeping_pages, memory_order_relaxed))
+        return true;
     decommit(arena_ind, (char *) addr + offset, length);
     return false;
 }
@@ -228,7 +232,8 @@ static void bound_idle(int after_fresh_pages)
     size_t in_use = atomic_load_explicit(&large_in_use, memory_order_relaxed);
     size_t bound = after_fresh_pages ? retain_bound / 16 : retain_bound;
 
-    if (committed <= in_use + bound || atomic_flag_test_and_set(&purging))
+    if (committed <= in_use + bound || atomic_load_explicit(&keeping_pages, memory_order_relaxed)
+        || atomic_flag_test_and_set(&purging))
         return;
     purge_mib[1] = large_arena;
     smheap_je_mallctlbymib(purge_mib, 3, NULL, NULL, NULL, 0);
@@ -476,4 +481,9 @@ size_t smheap_engine_in_use(void)
 size_t smheap_engine_committed(void)
 {
     return region ? smheap_region_committed(region) : 0;
+}
+
+void smheap_engine_keep_pages(void)
+{
+    atomic_store(&keeping_pages, true);
 }

@@ -41,6 +41,9 @@ size_t smheap_engine_in_use(void);
 /* Bytes of the slice committed in tmpfs (0 before the heap starts). */
 size_t smheap_engine_committed(void);
 
+/* Never decommit again: freed ranges stay committed for reuse. */
+void smheap_engine_keep_pages(void);
+
 /* 1 if the calling thread allocates from glibc for now: it has run its thread-exit
  * handlers, or is between smheap_private_begin and _end. */
 int smheap_engine_thread_elsewhere(void);

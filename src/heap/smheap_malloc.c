@@ -363,6 +363,11 @@ size_t smheap_committed(void)
     return smheap_engine_committed();
 }
 
+void smheap_keep_pages(void)
+{
+    smheap_engine_keep_pages();
+}
+
 size_t smheap_in_use(void)
 {
     return smheap_engine_in_use();

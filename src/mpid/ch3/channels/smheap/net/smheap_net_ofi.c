@@ -74,10 +74,13 @@ int MPIDI_CH3I_Netofi_init(int required)
     watch_for_deaths();
     if (MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE && MPIR_Process.rank == 0)
         fprintf(stderr, "ch3:smheap: between nodes over libfabric %u.%u, provider %s, domain %s"
-                "%s; the shared heap registered once (%zu MiB)\n",
+                "%s; %s\n",
                 FI_MAJOR(fi_version()), FI_MINOR(fi_version()), info->fabric_attr->prov_name,
                 info->domain_attr->name, fi_provider ? " (FI_PROVIDER)" : "",
-                smheap_ofi.heap_size >> 20);
+                smheap_ofi.per_message ? "each message's data registered, through the "
+                "provider's cache, and the shared heap's pages kept (MPIR_CVAR_CH3_SMHEAP_OFI_"
+                "REGISTER)" : smheap_ofi.heap_mr ? "the shared heap registered once" :
+                "each message's data registered (the shared heap is off)");
 
   fn_exit:
     return mpi_errno;

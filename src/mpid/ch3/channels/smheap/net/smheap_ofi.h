@@ -148,6 +148,7 @@ typedef struct smheap_ofi {
     char name[NAME_MAX_BYTES];
     size_t namelen;
     int mr_local, mr_virt, mr_endpoint;     /* what the provider wants of registrations */
+    int per_message;            /* heap data registered per message, not the heap once */
     uint64_t next_key;
     size_t max_msg;
     size_t data_max;            /* the largest DATA message: what the provider sends eagerly */

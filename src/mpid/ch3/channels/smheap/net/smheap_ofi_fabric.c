@@ -6,8 +6,41 @@
  * message whose data lies in the heap (everything malloc gave) is ready for RDMA as it is,
  * with no registration per message.  Data outside the heap (static arrays, stacks, memory
  * from before MPI_Init) is registered for the one message (smheap_net_registrations counts
- * these).
+ * these): a registration costs 0.07-0.10 us with tcp and sockets, from 64 KiB to 16 MiB,
+ * where copying into a registered bounce buffer would cost 0.5-540 us; providers that pin
+ * (verbs, efa) keep a cache of registrations of their own, bounded, which their memory
+ * monitor empties of what the process unmaps.
+ *
+ * A provider that pins registered memory (it asks for FI_MR_ALLOCATED) would pin, and so
+ * back in /dev/shm, every page of every slice of the heap: with it, heap data is registered
+ * per message as well, through that cache, and the heap keeps its pages until the job ends
+ * (smheap_keep_pages), so that a cached registration never holds a page the heap gave back
+ * -- in any slice of the node, which the memory monitor of this process would not see.
  */
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_CH3_SMHEAP_OFI_REGISTER
+      category    : CH3
+      type        : enum
+      default     : auto
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : |-
+        ch3:smheap over libfabric: what each rank registers for its peers to read.
+        auto    - heap, unless the provider pins registered memory (it asks for
+                  FI_MR_ALLOCATED, as verbs does): then message
+        heap    - the node's whole shared heap, once at MPI_Init: for providers that do
+                  not pin, or pin on demand (verbs with FI_VERBS_USE_ODP=1)
+        message - the data of each large message, through the provider's cache of
+                  registrations; the heap then keeps its pages until the job ends, so
+                  that no cached registration holds pages it gave back
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
 
 #include "smheap_ofi.h"
 #include "smheap_mpit.h"
@@ -352,8 +385,8 @@ static size_t eager_limit(const struct fi_info *info)
     return MPL_MAX(MPL_MIN(bytes, BUF_BYTES), sizeof(hdr_t) + sizeof(MPIDI_CH3_Pkt_t));
 }
 
-/* Open the endpoint of `info` (ours from now on), register the heap, post the receives:
- * 0 or libfabric's error. */
+/* Open the endpoint of `info` (ours from now on), register the heap (or keep its pages),
+ * post the receives: 0 or libfabric's error. */
 int smheap_ofi_open(struct fi_info *info)
 {
     uint64_t mr_mode = info->domain_attr->mr_mode;
@@ -368,8 +401,14 @@ int smheap_ofi_open(struct fi_info *info)
     smheap_ofi.data_max = eager_limit(info);
     smheap_ofi.copy_max = BUF_BYTES - sizeof(hdr_t);
     smheap_ofi.next_key = 1;
+    smheap_ofi.per_message =
+        MPIR_CVAR_CH3_SMHEAP_OFI_REGISTER == MPIR_CVAR_CH3_SMHEAP_OFI_REGISTER_message ||
+        (MPIR_CVAR_CH3_SMHEAP_OFI_REGISTER == MPIR_CVAR_CH3_SMHEAP_OFI_REGISTER_auto &&
+         (mr_mode & FI_MR_ALLOCATED) != 0);
+    if (smheap_ofi.per_message)
+        smheap_keep_pages();    /* before any registration */
     PRIVATELY(ret = open_endpoint());
-    if (ret == 0)
+    if (ret == 0 && !smheap_ofi.per_message)
         ret = register_heap();
     if (ret == 0)
         ret = post_receives();

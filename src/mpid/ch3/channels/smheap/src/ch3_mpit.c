@@ -221,10 +221,11 @@ static void register_waiting(void)
     COUNTER(smheap_net_ofi_read_bytes, MPI_T_VERBOSITY_USER_BASIC, "bytes those reads moved");
     COUNTER(smheap_net_heap_registrations, MPI_T_VERBOSITY_USER_BASIC,
             "registrations of the node's shared heap with the libfabric provider (one, at "
-            "MPI_Init)");
+            "MPI_Init; none with MPIR_CVAR_CH3_SMHEAP_OFI_REGISTER=message)");
     COUNTER(smheap_net_registrations, MPI_T_VERBOSITY_USER_BASIC,
-            "registrations of buffers outside the shared heap with the libfabric provider, "
-            "one per message piece (none for heap buffers)");
+            "registrations of message data with the libfabric provider, one per message "
+            "piece: data outside the shared heap (and any with "
+            "MPIR_CVAR_CH3_SMHEAP_OFI_REGISTER=message)");
     LEVEL(smheap_spin_polls, MPIDI_CH3I_Progress_spin_polls, get_by_call,
           "polls a waiting rank spins before it yields the CPU "
           "(MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS, or the automatic choice: 0, or so many that "
