@@ -123,6 +123,9 @@ extern unsigned long long PVAR_COUNTER_smheap_coll_inline;
 extern unsigned long long PVAR_COUNTER_smheap_coll_tree;
 extern unsigned long long PVAR_COUNTER_smheap_coll_lines_read;
 extern unsigned long long PVAR_COUNTER_smheap_coll_lines_written;
+extern unsigned long long PVAR_COUNTER_smheap_coll_reduce_peer_bytes;
+extern unsigned long long PVAR_COUNTER_smheap_coll_allreduce_whole;
+extern unsigned long long PVAR_COUNTER_smheap_coll_allreduce_split;
 void MPIDI_CH3I_Smheap_coll_count(smheap_coll_path_t path);
 
 /* The table entries for communicators within one node, by family of collectives */

@@ -16,6 +16,9 @@ unsigned long long PVAR_COUNTER_smheap_coll_inline;
 unsigned long long PVAR_COUNTER_smheap_coll_tree;
 unsigned long long PVAR_COUNTER_smheap_coll_lines_read;
 unsigned long long PVAR_COUNTER_smheap_coll_lines_written;
+unsigned long long PVAR_COUNTER_smheap_coll_reduce_peer_bytes;
+unsigned long long PVAR_COUNTER_smheap_coll_allreduce_whole;
+unsigned long long PVAR_COUNTER_smheap_coll_allreduce_split;
 
 void MPIDI_CH3I_Smheap_coll_count(smheap_coll_path_t path)
 {

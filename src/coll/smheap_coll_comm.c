@@ -260,6 +260,31 @@ int MPIDI_CH3I_Smheap_coll_init(void)
                                         "shared cache lines the shared-heap collectives of "
                                         "this rank wrote: its steps and cells (bulk data "
                                         "not counted)");
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG,
+                                        smheap_coll_reduce_peer_bytes,
+                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                        MPIR_T_PVAR_FLAG_READONLY |
+                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
+                                        "bytes of other ranks' buffers this rank's "
+                                        "shared-heap reductions read in place: their inputs "
+                                        "and, split, their parts of the result (the cost "
+                                        "model of doc/coll-model.md counts these)");
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG,
+                                        smheap_coll_allreduce_whole,
+                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                        MPIR_T_PVAR_FLAG_READONLY |
+                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
+                                        "flat shared-heap Allreduces (not inline) in which "
+                                        "this rank reduced the whole vector "
+                                        "(MPIR_CVAR_CH3_SMHEAP_ALLREDUCE)");
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG,
+                                        smheap_coll_allreduce_split,
+                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                        MPIR_T_PVAR_FLAG_READONLY |
+                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
+                                        "flat shared-heap Allreduces (not inline) split: "
+                                        "this rank reduced its part of the vector, then "
+                                        "copied the others' parts");
   fn_exit:
     return mpi_errno;
   fn_fail:

@@ -6,22 +6,63 @@
  * predefined one) and go to MPICH's algorithms otherwise.
  */
 
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_CH3_SMHEAP_ALLREDUCE
+      category    : CH3
+      type        : enum
+      default     : auto
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : |-
+        ch3:smheap: how a flat Allreduce of a vector too big for the control block's cells
+        runs on a communicator within one node.
+        auto  - as the cost model of doc/coll-model.md chooses from the rank count, the
+                vector's size and the second-level cache
+        whole - every rank reduces the whole vector, reading every peer's input
+        split - every rank reduces its part of the vector, then copies the others' parts
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
 #include "smheap_coll_call.h"
 
-/* Below this many bytes a reduction is done whole by each rank that needs the result; above,
- * the vector is split so that every rank reduces its own part at once. */
+/* Below this many bytes a Reduce is done whole by the root; above, the vector is split so
+ * that every rank reduces its own part at once. */
 #define SMALL_REDUCTION 8192
 
-/* An Allreduce is done whole by every rank for longer: while the inputs each rank pulls
- * from its peers, (n - 1) times the vector, fit in a quarter of its second-level cache.  The
- * split's second half (every rank copies the others' parts of the result, which they have
- * just written) then costs more than reducing the other parts itself; beyond that bound the
- * split wins (figures: doc/collectives.md).  A Reduce's other ranks would stay idle
- * meanwhile, so a Reduce splits above SMALL_REDUCTION. */
+/*
+ * Allreduce, whole or split: the cost model (doc/coll-model.md).  In cache lines of data a
+ * rank reads from its peers' memory, where the time goes on a node of many cores:
+ *   whole: every peer's input,                           (n - 1) B / 64 lines, 2 steps;
+ *   split: its part of each peer's input, then each peer's part of the result,
+ *                                                       2 (n - 1) B / 64n lines, 3 steps.
+ * A step is a wait for every peer: n - 1 lines that each arrive with the latency of a line
+ * moving between cores, which STEP_LINE_COST puts at that many lines of streamed data.  The
+ * whole vector is reduced while the lines it reads beyond the split's cost less than the
+ * split's extra step,
+ *   (n - 1) B / 64 - 2 (n - 1) B / 64n  <=  (n - 1) STEP_LINE_COST,
+ * i.e. B <= 64 n STEP_LINE_COST / (n - 2): always on 2 ranks (both read B), up to 12 KiB on
+ * 3 ranks, 8 KiB on 4, 4.6 KiB on 16, towards 4 KiB on more; and while what it pulls from
+ * its peers, (n - 1) B, fits in a quarter of the second-level cache, beyond which it misses
+ * there too (on 2 ranks the split's copies of lines the peer has just written cost more than
+ * reducing the other half, up to that bound: doc/collectives.md).  A decision of the model
+ * moves with the constant only near the crossover: 64 KiB on 8 ranks is split for any
+ * STEP_LINE_COST below 768.
+ */
+#define STEP_LINE_COST 64
+
 static int allreduce_whole(int n, MPI_Aint bytes)
 {
-    return bytes <= SMALL_REDUCTION ||
-        (size_t) (n - 1) * (size_t) bytes <= MPIDI_CH3I_Smheap_node_cache_l2() / 4;
+    size_t b = (size_t) bytes;
+
+    if (MPIR_CVAR_CH3_SMHEAP_ALLREDUCE != MPIR_CVAR_CH3_SMHEAP_ALLREDUCE_auto)
+        return MPIR_CVAR_CH3_SMHEAP_ALLREDUCE == MPIR_CVAR_CH3_SMHEAP_ALLREDUCE_whole;
+    return (n <= 2 || (size_t) (n - 2) * b <= (size_t) 64 * n * STEP_LINE_COST) &&
+        (size_t) (n - 1) * b <= MPIDI_CH3I_Smheap_node_cache_l2() / 4;
 }
 
 /* acc = in[0] op in[1] op ... op in[n-1], over elements [first, first+count) of each input,
@@ -35,6 +76,7 @@ static int reduce_inputs(smheap_coll_comm_t * cc, int n, MPI_Aint first, MPI_Ain
 
     if (count == 0)
         return MPI_SUCCESS;
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_reduce_peer_bytes, (n - 1) * count * extent);
     smheap_copy(acc, (const char *) slot(cc, n - 1)->src + off, count * extent);
     for (int r = n - 2; r >= 0 && mpi_errno == MPI_SUCCESS; r--)
         mpi_errno = smheap_reduce_local((const char *) slot(cc, r)->src + off, acc, count, dt, op);
@@ -145,6 +187,7 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     WAIT_ALL_IN_SLOTS(cc, n, offered);
 
     if (allreduce_whole(n, bytes)) {
+        MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_allreduce_whole, 1);
         mpi_errno = reduce_inputs(cc, n, 0, count, extent, dt, op, recvbuf);
         reach(cc, me, reduced);
         WAIT_ALL(cc, n, reduced);
@@ -153,6 +196,7 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     }
 
     /* each rank reduces its part, then everyone gathers the parts */
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_allreduce_split, 1);
     pulled = next_step(cc);
     mpi_errno = reduce_inputs(cc, n, first, part, extent, dt, op, acc + first * extent);
     reach(cc, me, reduced);
@@ -161,8 +205,11 @@ static int allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
         MPI_Aint f, p;
         const char *from = (const char *) slot(cc, r)->dst;
         my_part(count, n, r, &f, &p);
-        if (p > 0 && from + f * extent != (char *) recvbuf + f * extent)
+        if (p > 0 && from + f * extent != (char *) recvbuf + f * extent) {
             smheap_copy((char *) recvbuf + f * extent, from + f * extent, p * extent);
+            if (r != me)
+                MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_reduce_peer_bytes, p * extent);
+        }
     }
     reach(cc, me, pulled);
     WAIT_ALL(cc, n, pulled);
