@@ -5,7 +5,12 @@
  * MPI_Win_allocate and MPI_Win_create_dynamic.  The values are checked once rank 0 is back.
  * Where every rank shares the heap (one node, heap and MPIR_CVAR_CH3_SMHEAP_RMA on), the
  * locks must be taken in the heap (MPI_T) and every window's epochs must end long before
- * the target's computation: ch3's lock messages would wait for it (400 ms). */
+ * the target's computation: ch3's lock messages would wait for it (400 ms).  Where the
+ * ranks span nodes, the same holds for the origins on the target's node, for windows from
+ * MPI_Win_create and MPI_Win_allocate (dynamic ones keep ch3's locks there), while the
+ * origins of other nodes, which start once those are done, wait for the target: it must
+ * have granted each of them exactly its three locks under its lock word (MPI_T
+ * smheap_rma_locks_for_packets) where it has a node's origins beside it. */
 #include "../include/smheap_test.h"
 #include <time.h>
 
@@ -80,15 +85,21 @@ static double epochs(MPI_Win win, MPI_Aint base, struct layout l, int rank, char
 
 int main(int argc, char **argv)
 {
-    int rank, size, errs = 0, expect_in_place, provided;
+    int rank, size, errs = 0, heap_rma, spans, near, far, provided;
+    MPI_Comm origins;
     char *big;
 
     MPI_Init(&argc, &argv);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    expect_in_place = !spans_nodes(MPI_COMM_WORLD) && heap_enabled() == 1 &&
-        cvar_int("MPIR_CVAR_CH3_SMHEAP_RMA") != 0 && pvar_value("smheap_heap_shared") == 1;
+    heap_rma = heap_enabled() == 1 && cvar_int("MPIR_CVAR_CH3_SMHEAP_RMA") != 0 &&
+        pvar_value("smheap_heap_shared") == 1;
+    spans = spans_nodes(MPI_COMM_WORLD);
+    near = same_node(MPI_COMM_WORLD, 0, rank);  /* on the target's node */
+    MPI_Allreduce(&near, &far, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    far = size - far;           /* origins on other nodes */
+    MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? MPI_UNDEFINED : 0, rank, &origins);
     struct layout l = layout_for(size);
     big = malloc(BIG);
     fill_pattern(big, BIG, rank + 100);
@@ -99,6 +110,8 @@ int main(int argc, char **argv)
         MPI_Aint base = 0;
         double took = 0, slowest;
         unsigned long long locks0 = pvar_value("smheap_rma_locks_in_place");
+        unsigned long long granted0 = pvar_value("smheap_rma_locks_for_packets");
+        int expect_in_place = heap_rma && near && !(spans && f == DYNAMIC);
 
         if (f == CREATE) {
             mem = rank == 0 ? calloc(1, l.size) : NULL;
@@ -120,10 +133,19 @@ int main(int argc, char **argv)
         }
         MPI_Barrier(MPI_COMM_WORLD);
 
-        if (rank == 0)
+        if (rank == 0) {
             compute(BUSY);
-        else
+        } else {
+            /* the origins of other nodes after those of the target's node: one of them
+             * holding the target's lock would keep those waiting for the target too */
+            if (!near)
+                MPI_Barrier(origins);
             took = epochs(win, base, l, rank, big, &errs);
+            if (near)
+                MPI_Barrier(origins);
+        }
+        if (!expect_in_place)
+            took = 0;   /* those that wait for the target are not timed */
         MPI_Reduce(&took, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 
         if (rank == 0) {
@@ -141,10 +163,18 @@ int main(int argc, char **argv)
                        flavor_name[f], counter, 2 * (size - 1), fetched, size - 1);
                 errs++;
             }
-            if (expect_in_place && slowest > BUSY / 2) {
-                printf("%s: the slowest origin's epochs took %.1f ms while the target "
+            if (heap_rma && slowest > BUSY / 2) {
+                printf("%s: the slowest origin%s's epochs took %.1f ms while the target "
                        "computed for %.0f ms: they waited for it\n", flavor_name[f],
-                       slowest * 1e3, BUSY * 1e3);
+                       spans ? " of the target's node" : "", slowest * 1e3, BUSY * 1e3);
+                errs++;
+            }
+            if (heap_rma && spans && f != DYNAMIC && size - far > 1 &&
+                pvar_value("smheap_rma_locks_for_packets") - granted0 != 3ULL * far) {
+                printf("%s: the target granted %llu locks to packets under its lock word, "
+                       "not %d (3 for each of the %d origins of other nodes)\n",
+                       flavor_name[f], pvar_value("smheap_rma_locks_for_packets") - granted0,
+                       3 * far, far);
                 errs++;
             }
         }
@@ -162,6 +192,8 @@ int main(int argc, char **argv)
             free(mem);
     }
     free(big);
+    if (origins != MPI_COMM_NULL)
+        MPI_Comm_free(&origins);
     smheap_test_report(errs);
     MPI_T_finalize();
     MPI_Finalize();

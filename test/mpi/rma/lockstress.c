@@ -5,7 +5,10 @@
  * MPI's rules); every LOCK_ALL_EVERY iterations it adds 1 to every target's third counter
  * under MPI_Win_lock_all.  The counters must sum to what was done, for windows from
  * MPI_Win_create and MPI_Win_allocate.  Where every rank shares the heap, the locks must
- * have been taken there (MPI_T). */
+ * have been taken there (MPI_T).  Where the ranks span nodes and some node has two or more,
+ * the node's origins take the node's locks in the heap and the targets grant the other
+ * nodes' lock packets under the same words: both must have happened (MPI_T), and the sums
+ * show that they kept each other out. */
 #include "../include/smheap_test.h"
 
 #define ITERS 1500
@@ -54,19 +57,34 @@ static int stress(MPI_Win win, int rank, int size, long done[3])
 
 int main(int argc, char **argv)
 {
-    int rank, size, errs = 0, expect_in_place, provided;
+    int rank, size, errs = 0, expect_in_place, expect_mixed, heap_rma, spans, provided;
 
     MPI_Init(&argc, &argv);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    expect_in_place = !spans_nodes(MPI_COMM_WORLD) && heap_enabled() == 1 &&
-        cvar_int("MPIR_CVAR_CH3_SMHEAP_RMA") != 0 && pvar_value("smheap_heap_shared") == 1;
+    heap_rma = heap_enabled() == 1 && cvar_int("MPIR_CVAR_CH3_SMHEAP_RMA") != 0 &&
+        pvar_value("smheap_heap_shared") == 1;
+    spans = spans_nodes(MPI_COMM_WORLD);
+    expect_in_place = !spans && heap_rma;
+    {
+        MPI_Comm host = comm_of_my_host(MPI_COMM_WORLD);
+        int host_size, has_pair;
+
+        MPI_Comm_size(host, &host_size);
+        has_pair = host_size > 1;
+        MPI_Allreduce(&has_pair, &expect_mixed, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, &heap_rma, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+        expect_mixed = expect_mixed && spans && heap_rma;
+        MPI_Comm_free(&host);
+    }
 
     for (int f = 0; f < 2; f++) {
         const char *name = f ? "MPI_Win_allocate" : "MPI_Win_create";
         long *mem, done[3] = { 0, 0, 0 }, total_done[3], here[3], total_here[3];
         unsigned long long locks0 = pvar_value("smheap_rma_locks_in_place");
+        unsigned long long granted0 = pvar_value("smheap_rma_locks_for_packets");
+        unsigned long long ways[2], total_ways[2];
         MPI_Win win;
 
         if (f == 0) {
@@ -95,6 +113,15 @@ int main(int argc, char **argv)
                            c == 0 ? " under exclusive locks" : "");
                     errs++;
                 }
+        ways[0] = pvar_value("smheap_rma_locks_in_place") - locks0;
+        ways[1] = pvar_value("smheap_rma_locks_for_packets") - granted0;
+        MPI_Reduce(ways, total_ways, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rank == 0 && expect_mixed && (total_ways[0] == 0 || total_ways[1] == 0)) {
+            printf("%s: %llu locks taken in the heap by the nodes' origins and %llu granted "
+                   "to other nodes' packets under the lock words: both should be some\n",
+                   name, total_ways[0], total_ways[1]);
+            errs++;
+        }
         if (expect_in_place && pvar_value("smheap_rma_locks_in_place") - locks0 < ITERS) {
             printf("rank %d, %s: %llu locks taken in the heap, fewer than %d\n", rank, name,
                    pvar_value("smheap_rma_locks_in_place") - locks0, ITERS);

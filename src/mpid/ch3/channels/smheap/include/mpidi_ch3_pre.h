@@ -172,4 +172,14 @@ int MPIDI_CH3I_Win_dynamic_in_place(MPI_Aint disp, MPI_Aint count, MPI_Datatype 
      MPIDI_CH3I_Win_dynamic_in_place(disp, count, datatype) :                               \
      (win_ptr)->smheap_in_place == NULL || (win_ptr)->smheap_in_place[target_rank])
 
+/* Where a window spans nodes, the node's origins take the locks of its targets in the
+ * heap, and a target grants ch3's lock packets only while it holds its own lock word for
+ * them (ch3_win.c, maint/patches/0016). */
+struct MPIR_Win;
+int MPIDI_CH3I_Win_lock_grant(struct MPIR_Win *win, int lock_type);
+void MPIDI_CH3I_Win_lock_released(struct MPIR_Win *win);
+#define MPIDI_CH3_WIN_LOCK_GRANT(win_ptr, lock_type) \
+    MPIDI_CH3I_Win_lock_grant(win_ptr, lock_type)
+#define MPIDI_CH3_WIN_LOCK_RELEASED(win_ptr) MPIDI_CH3I_Win_lock_released(win_ptr)
+
 #endif /* MPIDI_CH3_PRE_H_INCLUDED */

@@ -47,6 +47,7 @@ unsigned long long PVAR_COUNTER_smheap_part_placed;
 unsigned long long PVAR_COUNTER_smheap_rma_ops_in_place;
 unsigned long long PVAR_COUNTER_smheap_rma_ops_queued;
 unsigned long long PVAR_COUNTER_smheap_rma_locks_in_place;
+unsigned long long PVAR_COUNTER_smheap_rma_locks_for_packets;
 unsigned long long PVAR_COUNTER_smheap_rma_heap_windows;
 unsigned long long PVAR_COUNTER_smheap_rma_epochs_in_place;
 unsigned long long PVAR_COUNTER_smheap_vector_reductions;

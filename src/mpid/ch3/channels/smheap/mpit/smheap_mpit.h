@@ -55,6 +55,7 @@ extern unsigned long long PVAR_COUNTER_smheap_part_placed;
 extern unsigned long long PVAR_COUNTER_smheap_rma_ops_in_place;
 extern unsigned long long PVAR_COUNTER_smheap_rma_ops_queued;
 extern unsigned long long PVAR_COUNTER_smheap_rma_locks_in_place;
+extern unsigned long long PVAR_COUNTER_smheap_rma_locks_for_packets;
 extern unsigned long long PVAR_COUNTER_smheap_rma_heap_windows;
 extern unsigned long long PVAR_COUNTER_smheap_rma_epochs_in_place;
 extern unsigned long long PVAR_COUNTER_smheap_vector_reductions;

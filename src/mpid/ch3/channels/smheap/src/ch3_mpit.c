@@ -187,6 +187,10 @@ static void register_rma(void)
     COUNTER(smheap_rma_locks_in_place, MPI_T_VERBOSITY_USER_BASIC,
             "passive-target locks this rank took in the shared heap, without the target "
             "(MPI_Win_lock_all counts one per target)");
+    COUNTER(smheap_rma_locks_for_packets, MPI_T_VERBOSITY_USER_BASIC,
+            "passive-target locks this rank, as a target, granted to lock packets (from "
+            "origins on other nodes) after taking its lock word in the heap for them, so that "
+            "its node's origins, which take that word themselves, are kept out");
     COUNTER(smheap_rma_heap_windows, MPI_T_VERBOSITY_USER_DETAIL,
             "windows of MPI_Win_create this rank made shared-memory windows, their node's "
             "memory being in the heap");

@@ -15,7 +15,10 @@
  * - Passive-target locks of windows whose ranks all share the heap are lock words in the
  *   heap, one per target, which origins take themselves (ch3's window hooks lock, unlock,
  *   lock_all, unlock_all; maint/patches/0009): MPI_Win_lock, the operations and
- *   MPI_Win_unlock complete while the target computes without calling MPI.
+ *   MPI_Win_unlock complete while the target computes without calling MPI.  Where a
+ *   window spans nodes, the node's origins take the words of the node's targets so, and
+ *   a target grants ch3's lock packets from other nodes only while it holds its own word
+ *   for them (maint/patches/0016).
  * - Active-target synchronization of windows whose every operation is done in place (all
  *   ranks share the heap, the window is in shared memory, not dynamic) goes through the
  *   heap too (hooks fence, post, start, complete, wait, test; maint/patches/0011): a fence
@@ -48,9 +51,11 @@ cvars:
         ch3:smheap: windows of MPI_Win_create whose memory lies in the shared heap are
         accessed in place by the node's origins (where the window's ranks all share the
         heap, the targets whose memory is in it; else where it is so on every rank of the
-        node), and windows whose ranks all share the heap take passive-target locks in the
-        heap, without the target.  0 leaves both to ch3 (packets the target answers from
-        its progress engine).
+        node), and passive-target locks are taken in the heap, without the target: on
+        every target where the window's ranks all share the heap, on the node's targets
+        where it spans nodes (those of other nodes send ch3's lock packets, which the
+        target grants under the same lock word).  0 leaves both to ch3 (packets the
+        target answers from its progress engine).
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -79,10 +84,36 @@ struct smheap_rma_epochs {
     MPL_atomic_uint32_t posts[];        /* by target: its MPI_Win_post to this rank */
 };
 
+#define HELD_EXCLUSIVE  (1u << 31)
+
+struct lock_wait {
+    struct smheap_rma_lock *lock;
+    uint32_t ticket;
+    uint32_t phase;
+};
+
+/* One taking of a lock word, in steps: an origin waits between them, a target taking the
+ * word for ch3's holders polls them from its progress engine. */
+enum lock_step {
+    STEP_READER_WAITS, STEP_WRITER_TURN, STEP_WRITER_DRAINS,    /* phase-fair */
+    STEP_TRY,                   /* reader-preferring: until the word's state lets us in */
+    STEP_HELD
+};
+
+struct lock_attempt {
+    struct lock_wait w;
+    enum lock_step step;
+    int exclusive;
+    uint32_t held;              /* once held: READER, or HELD_EXCLUSIVE (with the writer's
+                                 * bits, phase-fair) */
+};
+
 /* What this rank keeps of a window served here. */
 struct MPIDI_CH3I_Win_heap {
+    MPIR_Win *win;
     int heap_memory;            /* made a shared-memory window here: the mutex is ours */
-    int locks_in_place;
+    int locks_in_place;         /* all ranks share the heap: every lock taken in it */
+    int locks_on_node;          /* the window spans nodes: its node's locks taken in it */
     int epochs_in_place;        /* fence and PSCW through the heap */
     struct smheap_rma_lock *my_lock;    /* this rank's word, in its heap slice */
     struct smheap_rma_lock **locks;     /* by rank: each target's word */
@@ -97,21 +128,18 @@ struct MPIDI_CH3I_Win_heap {
     int exposure_size;          /* origins of this rank's exposure epoch (post to wait) */
     int *wake;                  /* room for the node ranks of a group */
     int my_rank;                /* in the window */
+    /* this rank's word held for ch3's lock holders (locks_on_node) */
+    int hold_state;             /* enum ch3_hold_state */
+    uint32_t hold_held;         /* READER or HELD_EXCLUSIVE */
+    uint32_t hold_refused_at;   /* the word's state when it last refused ch3 */
+    struct MPIDI_CH3I_Win_heap *next, *prev;    /* in waiting_holds */
 };
-
-#define HELD_EXCLUSIVE  (1u << 31)
 
 static MPIDI_CH3U_Win_fns_t ch3_fns;    /* what ch3 and nemesis's code filled in */
 static MPIDI_CH3U_Win_hooks_t ch3_hooks;
 
 /* ------------------------------------------------------------------------------------ */
 /* The lock word                                                                          */
-
-struct lock_wait {
-    struct smheap_rma_lock *lock;
-    uint32_t ticket;
-    uint32_t phase;
-};
 
 static int reader_may_enter(void *arg)
 {
@@ -134,20 +162,128 @@ static int readers_gone(void *arg)
     return MPL_atomic_acquire_load_uint32(&w->lock->readers_out) == w->ticket;
 }
 
-/* Wait for ready(w) as any blocking MPI call waits, announced to releasers first. */
-static int wait_on_lock(int (*ready) (void *), struct lock_wait *w, int rank)
-{
-    int mpi_errno;
+/* The reader-preferring word of a window that spans nodes (see "The target's word, taken
+ * for ch3's lock holders"): readers_in alone, the count of readers inside, or
+ * PREFERRING_WRITER while a writer is; readers enter unless a writer is inside. */
+#define PREFERRING_WRITER (1u << 31)
 
-    if (ready(w))
-        return MPI_SUCCESS;
-    MPL_atomic_release_store_int(&w->lock->waiting[rank], 1);
-    MPL_atomic_fetch_add_int(&w->lock->nwaiting, 1);
+static int preferring_reader_may_try(void *arg)
+{
+    struct lock_wait *w = arg;
+
+    return !(MPL_atomic_acquire_load_uint32(&w->lock->readers_in) & PREFERRING_WRITER);
+}
+
+static int preferring_writer_may_try(void *arg)
+{
+    struct lock_wait *w = arg;
+
+    return MPL_atomic_acquire_load_uint32(&w->lock->readers_in) == 0;
+}
+
+static int preferring_try(struct lock_attempt *a)
+{
+    MPL_atomic_uint32_t *state = &a->w.lock->readers_in;
+    uint32_t seen = MPL_atomic_acquire_load_uint32(state);
+
+    if (a->exclusive)
+        return seen == 0 && MPL_atomic_cas_uint32(state, 0, PREFERRING_WRITER) == 0;
+    return !(seen & PREFERRING_WRITER) &&
+        MPL_atomic_cas_uint32(state, seen, seen + 1) == seen;
+}
+
+static void attempt_start(struct lock_attempt *a, struct smheap_rma_lock *lock, int lock_type,
+                          int fair)
+{
+    a->w.lock = lock;
+    a->exclusive = lock_type == MPI_LOCK_EXCLUSIVE;
+    if (!fair) {
+        a->held = a->exclusive ? HELD_EXCLUSIVE : READER;
+        a->step = STEP_TRY;
+    } else if (lock_type == MPI_LOCK_SHARED) {
+        a->w.phase = MPL_atomic_fetch_add_uint32(&lock->readers_in, READER) & WRITER_BITS;
+        a->held = READER;
+        /* a writer holds or waits: enter when its phase ends */
+        a->step = a->w.phase ? STEP_READER_WAITS : STEP_HELD;
+    } else {
+        a->w.ticket = MPL_atomic_fetch_add_uint32(&lock->writers_in, 1);
+        a->step = STEP_WRITER_TURN;
+    }
+}
+
+/* Take the attempt as far as it goes now; returns what it waits for, or NULL once held. */
+static int (*attempt_advance(struct lock_attempt *a)) (void *)
+{
+    uint32_t bits;
+
+    for (;;) {
+        switch (a->step) {
+        case STEP_READER_WAITS:
+            if (!reader_may_enter(&a->w))
+                return reader_may_enter;
+            a->step = STEP_HELD;
+            break;
+        case STEP_WRITER_TURN:
+            if (!writer_turn(&a->w))
+                return writer_turn;
+            /* the readers that came before us must leave; later ones wait for our phase */
+            bits = WRITER_PRESENT | (a->w.ticket & WRITER_PHASE);
+            a->w.ticket = MPL_atomic_fetch_add_uint32(&a->w.lock->readers_in, bits) &
+                ~WRITER_BITS;
+            a->held = HELD_EXCLUSIVE | bits;
+            a->step = STEP_WRITER_DRAINS;
+            break;
+        case STEP_WRITER_DRAINS:
+            if (!readers_gone(&a->w))
+                return readers_gone;
+            a->step = STEP_HELD;
+            break;
+        case STEP_TRY:
+            if (!preferring_try(a))
+                return a->exclusive ? preferring_writer_may_try : preferring_reader_may_try;
+            a->step = STEP_HELD;
+            break;
+        case STEP_HELD:
+            return NULL;
+        }
+    }
+}
+
+/* Those that wait on a word may sleep; releasers ring them.  Counts, not flags: a rank may
+ * wait for a lock as an origin while its target side waits on its own word for ch3. */
+static void announce_waiting(struct smheap_rma_lock *lock, int rank)
+{
+    MPL_atomic_fetch_add_int(&lock->waiting[rank], 1);
+    MPL_atomic_fetch_add_int(&lock->nwaiting, 1);
     MPL_atomic_read_write_barrier();    /* a releaser sees us, or we see its release */
-    mpi_errno = MPIDI_CH3I_Progress_wait_for(ready, w);
-    MPL_atomic_fetch_sub_int(&w->lock->nwaiting, 1);
-    MPL_atomic_release_store_int(&w->lock->waiting[rank], 0);
+}
+
+static void stop_waiting(struct smheap_rma_lock *lock, int rank)
+{
+    MPL_atomic_fetch_sub_int(&lock->nwaiting, 1);
+    MPL_atomic_fetch_sub_int(&lock->waiting[rank], 1);
+}
+
+/* Take a word as any blocking MPI call waits. */
+static int take_word(struct smheap_rma_lock *lock, int lock_type, int fair, int me,
+                     uint32_t * held)
+{
+    struct lock_attempt a;
+    int (*ready) (void *);
+    int mpi_errno = MPI_SUCCESS;
+
+    attempt_start(&a, lock, lock_type, fair);
+    while ((ready = attempt_advance(&a)) != NULL) {
+        announce_waiting(lock, me);
+        mpi_errno = MPIDI_CH3I_Progress_wait_for(ready, &a.w);
+        stop_waiting(lock, me);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    *held = a.held;
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 /* After a release: ring those that may sleep on the word. */
@@ -172,52 +308,40 @@ static void wake_waiters(struct MPIDI_CH3I_Win_heap *h, struct smheap_rma_lock *
         MPIDI_CH3I_Smheap_wake_node_ranks(ranks, n);
 }
 
-static int lock_shared(struct MPIDI_CH3I_Win_heap *h, int target, int me)
+static void release_word(struct MPIDI_CH3I_Win_heap *h, struct smheap_rma_lock *lock,
+                         uint32_t held, int nranks)
 {
-    struct lock_wait w = {.lock = h->locks[target] };
-    int mpi_errno = MPI_SUCCESS;
-
-    w.phase = MPL_atomic_fetch_add_uint32(&w.lock->readers_in, READER) & WRITER_BITS;
-    if (w.phase)        /* a writer holds or waits: enter when its phase ends */
-        mpi_errno = wait_on_lock(reader_may_enter, &w, me);
-    h->held[target] = READER;
-    return mpi_errno;
-}
-
-static int lock_exclusive(struct MPIDI_CH3I_Win_heap *h, int target, int me)
-{
-    struct lock_wait w = {.lock = h->locks[target] };
-    uint32_t bits;
-    int mpi_errno;
-
-    w.ticket = MPL_atomic_fetch_add_uint32(&w.lock->writers_in, 1);
-    mpi_errno = wait_on_lock(writer_turn, &w, me);
-    MPIR_ERR_CHECK(mpi_errno);
-    bits = WRITER_PRESENT | (w.ticket & WRITER_PHASE);
-    /* the readers that came before us must leave; later ones wait for our phase to end */
-    w.ticket = MPL_atomic_fetch_add_uint32(&w.lock->readers_in, bits) & ~WRITER_BITS;
-    mpi_errno = wait_on_lock(readers_gone, &w, me);
-    MPIR_ERR_CHECK(mpi_errno);
-    h->held[target] = HELD_EXCLUSIVE | bits;
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
-}
-
-static void release(struct MPIDI_CH3I_Win_heap *h, int target, int nranks)
-{
-    struct smheap_rma_lock *lock = h->locks[target];
-    uint32_t held = h->held[target];
-
-    if (held == READER) {
+    if (h->locks_on_node) {
+        if (held == READER)
+            MPL_atomic_fetch_sub_uint32(&lock->readers_in, 1);
+        else
+            MPL_atomic_release_store_uint32(&lock->readers_in, 0);
+    } else if (held == READER) {
         MPL_atomic_fetch_add_uint32(&lock->readers_out, READER);
     } else {
         MPL_atomic_fetch_sub_uint32(&lock->readers_in, held & WRITER_BITS);
         MPL_atomic_fetch_add_uint32(&lock->writers_out, 1);
     }
-    h->held[target] = 0;
     wake_waiters(h, lock, nranks);
+}
+
+static int lock_target(struct MPIDI_CH3I_Win_heap *h, int target, int lock_type)
+{
+    return take_word(h->locks[target], lock_type, !h->locks_on_node, h->my_rank,
+                     &h->held[target]);
+}
+
+static void release(struct MPIDI_CH3I_Win_heap *h, int target, int nranks)
+{
+    release_word(h, h->locks[target], h->held[target], nranks);
+    h->held[target] = 0;
+}
+
+/* Can this rank take target's word itself?  All targets where every rank of the window
+ * shares the heap; where the window spans nodes, those of this rank's node. */
+static int takes_lock_of(struct MPIDI_CH3I_Win_heap *h, int target)
+{
+    return h->locks_in_place || (h->locks_on_node && h->node_ranks[target] >= 0);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -229,12 +353,9 @@ static int win_lock(MPIR_Win * win, int dest, int lock_type, int *taken)
     int mpi_errno = MPI_SUCCESS;
 
     *taken = FALSE;
-    if (h == NULL || !h->locks_in_place)
+    if (h == NULL || !takes_lock_of(h, dest))
         goto fn_exit;
-    if (lock_type == MPI_LOCK_EXCLUSIVE)
-        mpi_errno = lock_exclusive(h, dest, win->comm_ptr->rank);
-    else
-        mpi_errno = lock_shared(h, dest, win->comm_ptr->rank);
+    mpi_errno = lock_target(h, dest, lock_type);
     MPIR_ERR_CHECK(mpi_errno);
     MPL_atomic_read_write_barrier();    /* the epoch's accesses come after the lock */
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_locks_in_place, 1);
@@ -249,7 +370,7 @@ static int win_unlock(MPIR_Win * win, int dest)
 {
     struct MPIDI_CH3I_Win_heap *h = win->smheap;
 
-    if (h != NULL && h->locks_in_place && h->held[dest]) {
+    if (h != NULL && h->held != NULL && h->held[dest]) {
         MPL_atomic_read_write_barrier();        /* the epoch's accesses come first */
         release(h, dest, win->comm_ptr->local_size);
     }
@@ -259,22 +380,26 @@ static int win_unlock(MPIR_Win * win, int dest)
 static int win_lock_all(MPIR_Win * win, int *taken)
 {
     struct MPIDI_CH3I_Win_heap *h = win->smheap;
-    int mpi_errno = MPI_SUCCESS, r, n = win->comm_ptr->local_size;
+    int mpi_errno = MPI_SUCCESS, r, n = win->comm_ptr->local_size, locked = 0;
 
     *taken = FALSE;
-    if (h == NULL || !h->locks_in_place)
+    if (h == NULL || !(h->locks_in_place || h->locks_on_node))
         goto fn_exit;
     /* In rank order on every origin.  A reader that comes after a waiting writer waits for
      * it, so two origins taking their shared locks in different orders could each hold
      * what the other's writer waits for; in one order, whoever holds a lock waits only for
      * higher ranks, and the waits cannot close a circle. */
     for (r = 0; r < n; r++) {
-        mpi_errno = lock_shared(h, r, win->comm_ptr->rank);
+        if (!takes_lock_of(h, r))
+            continue;
+        mpi_errno = lock_target(h, r, MPI_LOCK_SHARED);
         MPIR_ERR_CHECK(mpi_errno);
+        locked++;
     }
     MPL_atomic_read_write_barrier();
-    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_locks_in_place, n);
-    *taken = TRUE;
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_locks_in_place, locked);
+    /* ch3 locks the targets of other nodes itself, with its packets */
+    *taken = h->locks_in_place ? TRUE : MPIDI_CH3_LOCKS_TAKEN_ON_NODE;
   fn_exit:
     return mpi_errno;
   fn_fail:
@@ -286,13 +411,128 @@ static int win_unlock_all(MPIR_Win * win)
     struct MPIDI_CH3I_Win_heap *h = win->smheap;
     int r, n = win->comm_ptr->local_size;
 
-    if (h == NULL || !h->locks_in_place)
+    if (h == NULL || h->held == NULL)
         return MPI_SUCCESS;
     MPL_atomic_read_write_barrier();
     for (r = 0; r < n; r++)
         if (h->held[r])
             release(h, r, n);
     return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The target's word, taken for ch3's lock holders (windows that span nodes)              */
+
+/* Where a window spans nodes, origins of other nodes send ch3's lock packets, granted here
+ * by ch3, while origins of this node take this rank's word themselves.  ch3 grants only
+ * while this rank holds its word for ch3 (maint/patches/0016): taken in the mode of the
+ * request that found it free, held while ch3 has holders, given back when its last holder
+ * leaves.  While the word is not yet ours ch3 keeps its requests queued, and the progress
+ * engine takes the word further (a progress hook), then has ch3 go through its
+ * queue.
+ *
+ * Such windows' words prefer readers, as ch3's own lock does: a reader enters unless a
+ * writer is inside.  MPI_Win_lock_all holds the shared locks of its node's targets while
+ * ch3 asks for those of the others, in no set order; with writers that keep later readers
+ * out (phase-fair), a writer waiting at each of two nodes for the other node's lock_all
+ * reader to leave would keep each lock_all from the lock it still needs.  Writers may wait
+ * while readers come and go, as with ch3 alone. */
+enum ch3_hold_state {
+    HOLD_NONE,                  /* the word is not held for ch3 */
+    HOLD_WAITING,               /* ch3 queued a request the word refused: polled */
+    HOLD_GRANTED                /* ch3 granted a lock under it */
+};
+
+static struct MPIDI_CH3I_Win_heap *waiting_holds;       /* utlist, by next/prev */
+static int holds_hook_id = -1;  /* a progress hook, active while holds wait */
+
+static int poll_waiting_holds(int *made_progress);
+
+/* With the first window that needs it, where an error can still be returned. */
+static int register_holds_hook(void)
+{
+    if (holds_hook_id >= 0)
+        return MPI_SUCCESS;
+    return MPIR_Progress_hook_register(poll_waiting_holds, &holds_hook_id);
+}
+
+static void hold_wait(struct MPIDI_CH3I_Win_heap *h)
+{
+    if (waiting_holds == NULL)
+        MPIR_Progress_hook_activate(holds_hook_id);
+    h->hold_state = HOLD_WAITING;
+    announce_waiting(h->my_lock, h->my_rank);
+    DL_APPEND(waiting_holds, h);
+}
+
+static void hold_stop_waiting(struct MPIDI_CH3I_Win_heap *h)
+{
+    stop_waiting(h->my_lock, h->my_rank);
+    DL_DELETE(waiting_holds, h);
+    if (waiting_holds == NULL)
+        MPIR_Progress_hook_deactivate(holds_hook_id);
+    h->hold_state = HOLD_NONE;
+}
+
+/* MPIDI_CH3_WIN_LOCK_GRANT: may ch3 grant lock_type here now?  Its rules already agree:
+ * it has no holder, or readers only and asks for one more. */
+int MPIDI_CH3I_Win_lock_grant(MPIR_Win * win, int lock_type)
+{
+    struct MPIDI_CH3I_Win_heap *h = win->smheap;
+    struct lock_attempt a;
+
+    if (h == NULL || !h->locks_on_node)
+        return TRUE;
+    if (h->hold_state != HOLD_GRANTED) {        /* else a reader under our reader's hold */
+        uint32_t seen = MPL_atomic_acquire_load_uint32(&h->my_lock->readers_in);
+
+        attempt_start(&a, h->my_lock, lock_type, FALSE);
+        if (attempt_advance(&a) != NULL) {
+            h->hold_refused_at = seen;
+            if (h->hold_state == HOLD_NONE)
+                hold_wait(h);
+            return FALSE;
+        }
+        if (h->hold_state == HOLD_WAITING)
+            hold_stop_waiting(h);
+        h->hold_held = a.held;
+        h->hold_state = HOLD_GRANTED;
+    }
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_locks_for_packets, 1);
+    return TRUE;
+}
+
+/* MPIDI_CH3_WIN_LOCK_RELEASED: ch3's last holder left. */
+void MPIDI_CH3I_Win_lock_released(MPIR_Win * win)
+{
+    struct MPIDI_CH3I_Win_heap *h = win->smheap;
+
+    if (h == NULL || h->hold_state != HOLD_GRANTED)
+        return;
+    release_word(h, h->my_lock, h->hold_held, win->comm_ptr->local_size);
+    h->hold_state = HOLD_NONE;
+}
+
+/* The progress hook while holds wait: where the word moved since it refused, ch3 goes
+ * through its queue again (each request asking MPIDI_CH3I_Win_lock_grant). */
+static int poll_waiting_holds(int *made_progress)
+{
+    struct MPIDI_CH3I_Win_heap *h, *tmp;
+    int mpi_errno = MPI_SUCCESS;
+
+    DL_FOREACH_SAFE(waiting_holds, h, tmp) {
+        if (MPL_atomic_acquire_load_uint32(&h->my_lock->readers_in) == h->hold_refused_at)
+            continue;
+        hold_stop_waiting(h);
+        mpi_errno = MPIDI_CH3I_Release_lock(h->win);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (h->hold_state == HOLD_GRANTED)
+            *made_progress = TRUE;
+    }
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -624,6 +864,65 @@ static int attach_locks(MPIR_Win * win, struct MPIDI_CH3I_Win_heap *h)
     goto fn_exit;
 }
 
+/* Do all ranks of the window on this node share this rank's heap?  (Not so where ranks of
+ * two jobs meet on a node.)  The same answer on all of them. */
+static int node_shares_heap(MPIR_Comm * comm)
+{
+    for (int r = 0; r < comm->local_size; r++)
+        if (comm->intranode_table[r] >= 0 && MPIDI_CH3I_Smheap_node_rank(comm, r) < 0)
+            return FALSE;
+    return TRUE;
+}
+
+/* Lock words for a window that spans nodes: the node's ranks put theirs in their heap
+ * slices and learn where the others of the node put theirs.  Collective over the node's
+ * ranks of the window. */
+static int attach_node_locks(MPIR_Win * win, struct MPIDI_CH3I_Win_heap *h)
+{
+    MPIR_Comm *comm = win->comm_ptr, *node_comm = comm->node_comm;
+    int n = comm->local_size, r, in_heap = 1;
+    MPI_Aint *where = NULL;
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_CHKLMEM_DECL(1);
+
+    h->locks = MPL_calloc(n, sizeof(*h->locks), MPL_MEM_RMA);
+    h->held = MPL_calloc(n, sizeof(*h->held), MPL_MEM_RMA);
+    h->node_ranks = MPL_malloc(n * sizeof(*h->node_ranks), MPL_MEM_RMA);
+    MPIR_ERR_CHKANDJUMP(!h->locks || !h->held || !h->node_ranks, mpi_errno, MPI_ERR_OTHER,
+                        "**nomem");
+    h->my_lock = alloc_in_heap(sizeof(struct smheap_rma_lock) + n * sizeof(MPL_atomic_int_t));
+    if (node_comm != NULL) {
+        MPIR_CHKLMEM_MALLOC(where, MPI_Aint *, node_comm->local_size * sizeof(MPI_Aint),
+                            mpi_errno, "lock words", MPL_MEM_RMA);
+        where[node_comm->rank] = MPIR_Ptr_to_aint(h->my_lock);
+        mpi_errno = MPIR_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, where, 1, MPI_AINT,
+                                   node_comm, &errflag);
+        MPIR_ERR_CHECK(mpi_errno);
+        MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
+    }
+    for (r = 0; r < n; r++) {
+        h->node_ranks[r] = MPIDI_CH3I_Smheap_node_rank(comm, r);
+        if (r == comm->rank)
+            h->locks[r] = h->my_lock;
+        else if (comm->intranode_table[r] >= 0)
+            h->locks[r] = MPIR_Aint_to_ptr(where[comm->intranode_table[r]]);
+        else
+            continue;
+        in_heap &= h->locks[r] != NULL;
+    }
+    if (in_heap) {
+        mpi_errno = register_holds_hook();
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    h->locks_on_node = in_heap;
+  fn_exit:
+    MPIR_CHKLMEM_FREEALL();
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 /* Does window rank r's memory lie in the heap of this node's ranks? */
 static int memory_in_heap(MPIR_Win * win, int r)
 {
@@ -754,6 +1053,7 @@ static int serve_window(MPIR_Win * win)
     h = MPL_calloc(1, sizeof(*h), MPL_MEM_RMA);
     MPIR_ERR_CHKANDJUMP(h == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
     h->my_rank = win->comm_ptr->rank;
+    h->win = win;
     win->smheap = h;
     if (win->create_flavor == MPI_WIN_FLAVOR_CREATE && !win->shm_allocated &&
         node_memory(win) == MEMORY_IN_HEAP_ALL) {
@@ -776,6 +1076,13 @@ static int serve_window(MPIR_Win * win)
         /* every operation in place: nobody's packets need a target's progress */
         h->epochs_in_place = h->locks_in_place && win->shm_allocated &&
             win->create_flavor != MPI_WIN_FLAVOR_DYNAMIC && win->smheap_in_place == NULL;
+    } else if (win->shm_allocated && win->smheap_in_place == NULL &&
+               win->create_flavor != MPI_WIN_FLAVOR_DYNAMIC &&
+               node_shares_heap(win->comm_ptr)) {
+        /* spanning nodes, every operation of the node's origins on the node's targets in
+         * place: the node's locks in the heap too, ch3's packets for the rest */
+        mpi_errno = attach_node_locks(win, h);
+        MPIR_ERR_CHECK(mpi_errno);
     }
   fn_exit:
     return mpi_errno;
@@ -838,6 +1145,8 @@ static int win_free(MPIR_Win ** win)
     }
     if (h == NULL)
         goto fn_exit;
+    /* ch3 let no one hold a lock here past its barrier: nothing is held for it */
+    MPIR_Assert(h->hold_state == HOLD_NONE);
     if (h->heap_memory) {
         (*win)->shm_allocated = FALSE;
         (*win)->shm_mutex = NULL;
