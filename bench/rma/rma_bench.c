@@ -15,6 +15,9 @@
  * (MPI_Win_create_dynamic + MPI_Win_attach of malloc'd memory).  Sizes 8 B to 4 MiB.
  * One line per measurement, the median over the repetitions:
  *   test=lat op=put flavor=create sync=flush size=8 usec=0.091
+ * and, after each window flavour, where the origin went (ch3:smheap's MPI_T counters,
+ * nothing with an MPI that has none):
+ *   pvar test=lat flavor=create smheap_rma_ops_in_place=2048 smheap_rma_ops_queued=0 ...
  *   bench/rma/rma_bench -t busy|lat|bw|epoch [-f create|allocate|dynamic] [-q]
  */
 #define _POSIX_C_SOURCE 200809L
@@ -258,13 +261,72 @@ static void epochs(int flavor, char *buf, int pscw)
     MPI_Group_free(&world);
 }
 
+/* ch3:smheap's counters of where one-sided operations and locks went (MPI_T). */
+static const char *path_counters[] = { "smheap_rma_ops_in_place", "smheap_rma_ops_queued",
+    "smheap_rma_locks_in_place", "smheap_rma_epochs_in_place"
+};
+
+#define NCOUNTERS (sizeof(path_counters) / sizeof(path_counters[0]))
+
+/* This rank's value of each counter, or -1 where the MPI has no such counter. */
+static void read_path_counters(long long *v)
+{
+    int n;
+
+    MPI_T_pvar_get_num(&n);
+    for (size_t c = 0; c < NCOUNTERS; c++)
+        v[c] = -1;
+    for (int i = 0; i < n; i++) {
+        char name[256], desc[1024];
+        int nlen = sizeof(name), dlen = sizeof(desc), verb, cls, bind, ro, cont, atomic, count;
+        unsigned long long value;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        MPI_T_pvar_session ses;
+        MPI_T_pvar_handle h;
+
+        if (MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &en, desc, &dlen, &bind,
+                                &ro, &cont, &atomic) != MPI_SUCCESS ||
+            dt != MPI_UNSIGNED_LONG_LONG)
+            continue;
+        for (size_t c = 0; c < NCOUNTERS; c++) {
+            if (strcmp(name, path_counters[c]) != 0)
+                continue;
+            MPI_T_pvar_session_create(&ses);
+            MPI_T_pvar_handle_alloc(ses, i, NULL, &h, &count);
+            MPI_T_pvar_read(ses, h, &value);
+            MPI_T_pvar_handle_free(ses, &h);
+            MPI_T_pvar_session_free(&ses);
+            v[c] = (long long) value;
+        }
+    }
+}
+
+/* The origin's counters since before: one line, nothing if the MPI has none. */
+static void print_path_counters(const char *test, int flavor, const long long *before)
+{
+    long long after[NCOUNTERS];
+
+    read_path_counters(after);
+    if (rank != 0 || after[0] < 0)
+        return;
+    printf("pvar test=%s flavor=%s", test, flavors[flavor]);
+    for (size_t c = 0; c < NCOUNTERS; c++)
+        printf(" %s=%lld", path_counters[c], after[c] - before[c]);
+    printf("\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *test = "lat", *ops[] = { "put", "get", "acc" };
     int only = -1;
     char *buf;
 
+    int provided;
+    long long before[NCOUNTERS];
+
     MPI_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc)
@@ -282,6 +344,7 @@ int main(int argc, char **argv)
     for (int f = 0; f < 3; f++) {
         if (only >= 0 && f != only)
             continue;
+        read_path_counters(before);
         if (!strcmp(test, "busy"))
             busy(f, buf);
         if (!strcmp(test, "epoch")) {
@@ -296,8 +359,10 @@ int main(int argc, char **argv)
                 bandwidth(f, buf, ops[o]);
             }
         }
+        print_path_counters(test, f, before);
     }
     free(buf);
+    MPI_T_finalize();
     MPI_Finalize();
     return 0;
 }

@@ -109,5 +109,19 @@ print()
 for m in others:
     if m in worst:
         print(f"smheap's smallest speedup against {m}: {worst[m]:.2f}")
+# where smheap's origin went, from its MPI_T counters (the last round of each test)
+paths = {}
+cpat = re.compile(r"round=\d+ mpi=smheap pvar test=(\S+) flavor=(\S+) (.*)")
+for line in open(raw):
+    m = cpat.match(line)
+    if m:
+        paths[(m.group(1), m.group(2))] = dict(kv.split("=") for kv in m.group(3).split())
+if paths:
+    names = next(iter(paths.values())).keys()
+    print("\nsmheap's origin, MPI_T (one run of each test and window):")
+    print(f"{'test':5} {'window':9} " + " ".join(f"{n.replace('smheap_rma_', ''):>15}"
+                                                 for n in names))
+    for (test, flavor), c in sorted(paths.items()):
+        print(f"{test:5} {flavor:9} " + " ".join(f"{c[n]:>15}" for n in names))
 PY
 } | tee "$out/rma.txt"
