@@ -106,6 +106,14 @@ struct lock_attempt {
     int exclusive;
     uint32_t held;              /* once held: READER, or HELD_EXCLUSIVE (with the writer's
                                  * bits, phase-fair) */
+    uint32_t refused_at;        /* reader-preferring: the state of the last failed try */
+};
+
+/* This rank's word, held for ch3's lock holders (windows that span nodes). */
+enum ch3_hold_state {
+    HOLD_NONE,                  /* the word is not held for ch3 */
+    HOLD_WAITING,               /* ch3 queued a request the word refused: polled */
+    HOLD_GRANTED                /* ch3 granted a lock under it */
 };
 
 /* What this rank keeps of a window served here. */
@@ -129,7 +137,7 @@ struct MPIDI_CH3I_Win_heap {
     int *wake;                  /* room for the node ranks of a group */
     int my_rank;                /* in the window */
     /* this rank's word held for ch3's lock holders (locks_on_node) */
-    int hold_state;             /* enum ch3_hold_state */
+    enum ch3_hold_state hold_state;
     uint32_t hold_held;         /* READER or HELD_EXCLUSIVE */
     uint32_t hold_refused_at;   /* the word's state when it last refused ch3 */
     struct MPIDI_CH3I_Win_heap *next, *prev;    /* in waiting_holds */
@@ -181,15 +189,24 @@ static int preferring_writer_may_try(void *arg)
     return MPL_atomic_acquire_load_uint32(&w->lock->readers_in) == 0;
 }
 
-static int preferring_try(struct lock_attempt *a)
+/* One try; on failure *seen is the state that refused us (refusal depends on it alone: a
+ * reader fails only with a writer inside, a writer with anyone inside). */
+static int preferring_try(struct lock_attempt *a, uint32_t * seen)
 {
     MPL_atomic_uint32_t *state = &a->w.lock->readers_in;
-    uint32_t seen = MPL_atomic_acquire_load_uint32(state);
+    uint32_t now;
 
     if (a->exclusive)
-        return seen == 0 && MPL_atomic_cas_uint32(state, 0, PREFERRING_WRITER) == 0;
-    return !(seen & PREFERRING_WRITER) &&
-        MPL_atomic_cas_uint32(state, seen, seen + 1) == seen;
+        return (*seen = MPL_atomic_cas_uint32(state, 0, PREFERRING_WRITER)) == 0;
+    for (now = MPL_atomic_acquire_load_uint32(state); !(now & PREFERRING_WRITER);) {
+        uint32_t was = MPL_atomic_cas_uint32(state, now, now + 1);
+
+        if (was == now)
+            return TRUE;
+        now = was;      /* another reader came or went: try again */
+    }
+    *seen = now;
+    return FALSE;
 }
 
 static void attempt_start(struct lock_attempt *a, struct smheap_rma_lock *lock, int lock_type,
@@ -239,7 +256,7 @@ static int (*attempt_advance(struct lock_attempt *a)) (void *)
             a->step = STEP_HELD;
             break;
         case STEP_TRY:
-            if (!preferring_try(a))
+            if (!preferring_try(a, &a->refused_at))
                 return a->exclusive ? preferring_writer_may_try : preferring_reader_may_try;
             a->step = STEP_HELD;
             break;
@@ -437,12 +454,6 @@ static int win_unlock_all(MPIR_Win * win)
  * out (phase-fair), a writer waiting at each of two nodes for the other node's lock_all
  * reader to leave would keep each lock_all from the lock it still needs.  Writers may wait
  * while readers come and go, as with ch3 alone. */
-enum ch3_hold_state {
-    HOLD_NONE,                  /* the word is not held for ch3 */
-    HOLD_WAITING,               /* ch3 queued a request the word refused: polled */
-    HOLD_GRANTED                /* ch3 granted a lock under it */
-};
-
 static struct MPIDI_CH3I_Win_heap *waiting_holds;       /* utlist, by next/prev */
 static int holds_hook_id = -1;  /* a progress hook, active while holds wait */
 
@@ -483,12 +494,15 @@ int MPIDI_CH3I_Win_lock_grant(MPIR_Win * win, int lock_type)
 
     if (h == NULL || !h->locks_on_node)
         return TRUE;
-    if (h->hold_state != HOLD_GRANTED) {        /* else a reader under our reader's hold */
-        uint32_t seen = MPL_atomic_acquire_load_uint32(&h->my_lock->readers_in);
-
+    if (h->hold_state == HOLD_GRANTED) {
+        /* one more of ch3's readers under our reader's hold; anything else waits for
+         * ch3's holders to leave (ch3 should not ask) */
+        if (lock_type != MPI_LOCK_SHARED || h->hold_held != READER)
+            return FALSE;
+    } else {
         attempt_start(&a, h->my_lock, lock_type, FALSE);
         if (attempt_advance(&a) != NULL) {
-            h->hold_refused_at = seen;
+            h->hold_refused_at = a.refused_at;
             if (h->hold_state == HOLD_NONE)
                 hold_wait(h);
             return FALSE;
@@ -517,17 +531,33 @@ void MPIDI_CH3I_Win_lock_released(MPIR_Win * win)
  * through its queue again (each request asking MPIDI_CH3I_Win_lock_grant). */
 static int poll_waiting_holds(int *made_progress)
 {
-    struct MPIDI_CH3I_Win_heap *h, *tmp;
+    struct MPIDI_CH3I_Win_heap *h, *tmp, *again = NULL;
     int mpi_errno = MPI_SUCCESS;
 
     DL_FOREACH_SAFE(waiting_holds, h, tmp) {
-        if (MPL_atomic_acquire_load_uint32(&h->my_lock->readers_in) == h->hold_refused_at)
+        uint32_t now = MPL_atomic_acquire_load_uint32(&h->my_lock->readers_in);
+
+        if (now == h->hold_refused_at)
             continue;
         hold_stop_waiting(h);
         mpi_errno = MPIDI_CH3I_Release_lock(h->win);
         MPIR_ERR_CHECK(mpi_errno);
-        if (h->hold_state == HOLD_GRANTED)
+        if (h->hold_state == HOLD_GRANTED) {
             *made_progress = TRUE;
+        } else if (h->hold_state == HOLD_NONE && h->win->target_lock_queue_head != NULL) {
+            /* ch3 asked for none of its requests (their data still on the way, or its walk
+             * already under way higher up, which then only counted our call): ask at the
+             * next poll again */
+            h->hold_state = HOLD_WAITING;
+            h->hold_refused_at = ~now;
+            announce_waiting(h->my_lock, h->my_rank);
+            DL_APPEND(again, h);
+        }
+    }
+    if (again != NULL) {
+        if (waiting_holds == NULL)
+            MPIR_Progress_hook_activate(holds_hook_id);
+        DL_CONCAT(waiting_holds, again);
     }
   fn_exit:
     return mpi_errno;
@@ -1145,8 +1175,11 @@ static int win_free(MPIR_Win ** win)
     }
     if (h == NULL)
         goto fn_exit;
-    /* ch3 let no one hold a lock here past its barrier: nothing is held for it */
-    MPIR_Assert(h->hold_state == HOLD_NONE);
+    /* ch3 let no one hold a lock here past its barrier: nothing should be held for it */
+    if (h->hold_state == HOLD_WAITING)
+        hold_stop_waiting(h);
+    else if (h->hold_state == HOLD_GRANTED)
+        release_word(h, h->my_lock, h->hold_held, (*win)->comm_ptr->local_size);
     if (h->heap_memory) {
         (*win)->shm_allocated = FALSE;
         (*win)->shm_mutex = NULL;
