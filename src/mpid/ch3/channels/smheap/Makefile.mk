@@ -8,15 +8,17 @@ errnames_txt_files += src/mpid/ch3/channels/smheap/src/errnames.txt
 if BUILD_CH3_SMHEAP
 
 # One folder per mechanism, each behind one header (doc/architecture.md): the ch3 layer
-# (include/, src/), partitioned communication (part/), links to other jobs (link/), other
-# nodes (net/), ch3's packets (packet/), the node's rings and doorbells (node/), the copies
-# (copy/), the reduction kernels (reduce/) and the MPI_T counters (mpit/).
+# (include/, src/), partitioned communication (part/), one-sided communication (rma/),
+# links to other jobs (link/), other nodes (net/), ch3's packets (packet/), the node's
+# rings and doorbells (node/), the copies (copy/), the reduction kernels (reduce/) and the
+# MPI_T counters (mpit/).
 smheap_dir = src/mpid/ch3/channels/smheap
 
 AM_CPPFLAGS +=                                             \
     -I$(top_srcdir)/$(smheap_dir)/include                  \
     -I$(top_builddir)/$(smheap_dir)/include                \
     -I$(top_srcdir)/$(smheap_dir)/part                     \
+    -I$(top_srcdir)/$(smheap_dir)/rma                      \
     -I$(top_srcdir)/$(smheap_dir)/link                     \
     -I$(top_srcdir)/$(smheap_dir)/net                      \
     -I$(top_srcdir)/$(smheap_dir)/packet                   \
@@ -37,6 +39,8 @@ noinst_HEADERS +=                                          \
     $(smheap_dir)/include/smheap_channel.h                 \
     $(smheap_dir)/part/smheap_part.h                       \
     $(smheap_dir)/part/smheap_part_impl.h                  \
+    $(smheap_dir)/rma/smheap_rma.h                         \
+    $(smheap_dir)/rma/smheap_rma_impl.h                    \
     $(smheap_dir)/link/smheap_link.h                       \
     $(smheap_dir)/net/smheap_net.h                         \
     $(smheap_dir)/net/smheap_net_impl.h                    \
@@ -57,7 +61,6 @@ mpi_core_sources +=                                        \
     $(smheap_dir)/src/ch3_init.c                           \
     $(smheap_dir)/src/ch3_finalize.c                       \
     $(smheap_dir)/src/ch3_mpit.c                           \
-    $(smheap_dir)/src/ch3_win.c                            \
     $(smheap_dir)/src/ch3_rndv.c                           \
     $(smheap_dir)/src/ch3_progress.c                       \
     $(smheap_dir)/src/ch3_isend.c                          \
@@ -65,6 +68,10 @@ mpi_core_sources +=                                        \
     $(smheap_dir)/part/smheap_part.c                       \
     $(smheap_dir)/part/smheap_part_data.c                  \
     $(smheap_dir)/part/smheap_part_active.c                \
+    $(smheap_dir)/rma/smheap_rma_window.c                  \
+    $(smheap_dir)/rma/smheap_rma_epoch.c                   \
+    $(smheap_dir)/rma/smheap_rma_hold.c                    \
+    $(smheap_dir)/rma/smheap_rma_lock.c                    \
     $(smheap_dir)/link/smheap_link.c                       \
     $(smheap_dir)/net/smheap_net.c                         \
     $(smheap_dir)/net/smheap_net_sock.c                    \

@@ -13,6 +13,7 @@
 #include "utlist.h"
 #include "smheap_channel.h"
 #include "smheap_part.h"
+#include "smheap_rma.h"
 #include "smheap_link.h"
 #include "smheap_net.h"
 #include "smheap_packet.h"
@@ -71,10 +72,6 @@ int MPIDI_CH3I_Shm_supported(void);
 int MPIDI_CH3_SHM_Win_shared_query(MPIR_Win * win_ptr, int target_rank, MPI_Aint * size,
                                    int *disp_unit, void *baseptr);
 int MPIDI_CH3_SHM_Win_free(MPIR_Win ** win_ptr);
-
-/* One-sided communication through the shared heap (ch3_win.c): wraps ch3's window tables,
- * which MPID_Init filled before the channel starts. */
-void MPIDI_CH3I_Win_heap_init(void);
 
 #define MPIDI_CH3I_SHM_MUTEX_LOCK(win_ptr)                                              \
     do {                                                                                \

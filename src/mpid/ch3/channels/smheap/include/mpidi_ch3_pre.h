@@ -153,7 +153,7 @@ typedef pthread_mutex_t MPIDI_CH3I_SHM_MUTEX;
     void *info_shm_base_addr;   /* base address of shared memory for window info */     \
     MPI_Aint info_shm_segment_len; /* size of shared memory for window info */          \
     MPL_shm_hnd_t info_shm_segment_handle; /* handle to shared memory for window info */ \
-    struct MPIDI_CH3I_Win_heap *smheap; /* what the shared heap adds (ch3_win.c) */     \
+    struct MPIDI_CH3I_Win_heap *smheap; /* what the shared heap adds (rma/) */          \
     unsigned char *smheap_in_place; /* by rank: its memory is in the heap (NULL: all) */
 
 /* Where ch3's RMA operations went (MPI_T smheap_rma_ops_in_place, smheap_rma_ops_queued). */
@@ -164,7 +164,7 @@ extern unsigned long long PVAR_COUNTER_smheap_rma_ops_queued;
 
 /* A window of ranks that share the heap may be a shared-memory window whose memory is only
  * partly in the heap: a dynamic window (the target bytes checked operation by operation),
- * or one of MPI_Win_create where some ranks gave memory outside it (ch3_win.c).  Only what
+ * or one of MPI_Win_create where some ranks gave memory outside it (rma/).  Only what
  * lies in the heap is reached in place. */
 int MPIDI_CH3I_Win_dynamic_in_place(MPI_Aint disp, MPI_Aint count, MPI_Datatype datatype);
 #define MPIDI_CH3_RMA_TARGET_IN_PLACE(win_ptr, target_rank, disp, count, datatype)          \
@@ -174,7 +174,7 @@ int MPIDI_CH3I_Win_dynamic_in_place(MPI_Aint disp, MPI_Aint count, MPI_Datatype 
 
 /* Where a window spans nodes, the node's origins take the locks of its targets in the
  * heap, and a target grants ch3's lock packets only while it holds its own lock word for
- * them (ch3_win.c, maint/patches/0016). */
+ * them (rma/smheap_rma_hold.c, maint/patches/0016). */
 struct MPIR_Win;
 int MPIDI_CH3I_Win_lock_grant(struct MPIR_Win *win, int lock_type);
 void MPIDI_CH3I_Win_lock_released(struct MPIR_Win *win);
