@@ -115,9 +115,9 @@ static void op(const char *name, char *buf, int size, struct window *w)
 
 static void busy(int flavor, char *buf)
 {
-    int sizes[] = { 8, 1 << 20 }, reps = quick ? 2 : 5;
+    int sizes[] = { 8, 1 << 20 }, reps = quick ? 2 : 11;
     struct window w;
-    double t[8];
+    double t[11];
 
     open_window(&w, flavor, 1 << 20);
     for (int s = 0; s < 2; s++) {
