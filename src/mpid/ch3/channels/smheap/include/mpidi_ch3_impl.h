@@ -1,9 +1,9 @@
 /*
  * ch3:smheap -- the ch3 layer of the channel (src/): the entry points MPICH calls and what
  * its files share.  Below it, each through its one header: partitioned communication
- * (part/), links to other jobs (link/), other nodes (net/), ch3's packets (packet/), the
- * node's rings and doorbells (node/), the copies (copy/), the reduction kernels (reduce/)
- * and the MPI_T counters (mpit/).
+ * (part/), one-sided communication (rma/), links to other jobs (link/), other nodes (net/),
+ * ch3's packets (packet/), the node's rings and doorbells (node/), the copies (copy/), the
+ * reduction kernels (reduce/) and the MPI_T counters (mpit/).
  */
 
 #ifndef MPIDI_CH3_IMPL_H_INCLUDED

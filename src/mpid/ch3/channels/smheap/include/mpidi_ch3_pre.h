@@ -164,8 +164,8 @@ extern unsigned long long PVAR_COUNTER_smheap_rma_ops_queued;
 
 /* A window of ranks that share the heap may be a shared-memory window whose memory is only
  * partly in the heap: a dynamic window (the target bytes checked operation by operation),
- * or one of MPI_Win_create where some ranks gave memory outside it (rma/).  Only what
- * lies in the heap is reached in place. */
+ * or one of MPI_Win_create where some ranks gave memory outside it
+ * (rma/smheap_rma_window.c).  Only what lies in the heap is reached in place. */
 int MPIDI_CH3I_Win_dynamic_in_place(MPI_Aint disp, MPI_Aint count, MPI_Datatype datatype);
 #define MPIDI_CH3_RMA_TARGET_IN_PLACE(win_ptr, target_rank, disp, count, datatype)          \
     ((win_ptr)->create_flavor == MPI_WIN_FLAVOR_DYNAMIC ?                                   \

@@ -1,25 +1,25 @@
 /*
  * ch3:smheap -- a target's lock word, held for ch3's lock holders where a window spans
  * nodes (rma/).
- */
-
-#include "smheap_rma_impl.h"
-#include "mpidrma.h"            /* MPIDI_CH3I_Release_lock */
-
-/* Where a window spans nodes, origins of other nodes send ch3's lock packets, granted here
+ *
+ * Where a window spans nodes, origins of other nodes send ch3's lock packets, granted here
  * by ch3, while origins of this node take this rank's word themselves.  ch3 grants only
  * while this rank holds its word for ch3 (maint/patches/0016): taken in the mode of the
  * request that found it free, held while ch3 has holders, given back when its last holder
  * leaves.  While the word is not yet ours ch3 keeps its requests queued, and the progress
- * engine takes the word further (a progress hook), then has ch3 go through its
- * queue.
+ * engine takes the word further (a progress hook), then has ch3 go through its queue.
  *
  * Such windows' words prefer readers, as ch3's own lock does: a reader enters unless a
  * writer is inside.  MPI_Win_lock_all holds the shared locks of its node's targets while
  * ch3 asks for those of the others, in no set order; with writers that keep later readers
  * out (phase-fair), a writer waiting at each of two nodes for the other node's lock_all
  * reader to leave would keep each lock_all from the lock it still needs.  Writers may wait
- * while readers come and go, as with ch3 alone. */
+ * while readers come and go, as with ch3 alone.
+ */
+
+#include "smheap_rma_impl.h"
+#include "mpidrma.h"            /* MPIDI_CH3I_Release_lock */
+
 static struct MPIDI_CH3I_Win_heap *waiting_holds;       /* utlist, by next/prev */
 static int holds_hook_id = -1;  /* a progress hook, active while holds wait */
 

@@ -12,14 +12,9 @@
 #include "mpidi_ch3_impl.h"
 #include "smheap_rma.h"
 
-/* Phase-fair ticket lock: readers_in counts arriving readers in units of READER and holds
- * the writer's bits below them; readers_out counts leaving readers; writers take tickets
- * from writers_in and are served when writers_out reaches theirs. */
-#define READER          0x100u
-#define WRITER_BITS     0x3u
-#define WRITER_PRESENT  0x2u
-#define WRITER_PHASE    0x1u
-
+/* A lock word, in the heap slice of its target.  Phase-fair words use all four counters,
+ * reader-preferring ones (windows that span nodes) readers_in alone: smheap_rma_lock.c
+ * gives both encodings. */
 struct smheap_rma_lock {
     MPL_atomic_uint32_t readers_in;
     MPL_atomic_uint32_t readers_out;
@@ -36,8 +31,13 @@ struct smheap_rma_epochs {
     MPL_atomic_uint32_t posts[];        /* by target: its MPI_Win_post to this rank */
 };
 
+/* How a taker holds a word: as one reader, or exclusively (HELD_EXCLUSIVE, with the writer's
+ * bits of a phase-fair word below it). */
+#define READER          0x100u
 #define HELD_EXCLUSIVE  (1u << 31)
 
+/* What a waiting taker's condition reads: the word, and its ticket (a writer) or the phase
+ * it waits out (a reader). */
 struct lock_wait {
     struct smheap_rma_lock *lock;
     uint32_t ticket;
@@ -92,7 +92,7 @@ struct MPIDI_CH3I_Win_heap {
     enum ch3_hold_state hold_state;
     uint32_t hold_held;         /* READER or HELD_EXCLUSIVE */
     uint32_t hold_refused_at;   /* the word's state when it last refused ch3 */
-    struct MPIDI_CH3I_Win_heap *next, *prev;    /* in waiting_holds */
+    struct MPIDI_CH3I_Win_heap *next, *prev;    /* in smheap_rma_hold.c's waiting_holds */
 };
 
 /* What a waiting taker waits for (MPIDI_CH3I_Progress_wait_for's condition). */
@@ -112,9 +112,10 @@ int MPIDI_CH3I_Rma_unlock(MPIR_Win * win, int dest);
 int MPIDI_CH3I_Rma_lock_all(MPIR_Win * win, int *taken);
 int MPIDI_CH3I_Rma_unlock_all(MPIR_Win * win);
 
-/* smheap_rma_hold.c: with the first window that needs holds; and at MPI_Win_free, where
- * ch3 let no one hold a lock past its barrier, anything left of a hold is given up */
+/* smheap_rma_hold.c: its progress hook, registered with the first window that needs holds */
 int MPIDI_CH3I_Rma_register_holds_hook(void);
+/* smheap_rma_hold.c: at MPI_Win_free (ch3 let no one hold a lock past its barrier), what is
+ * left of a hold is given up */
 void MPIDI_CH3I_Rma_hold_give_up(struct MPIDI_CH3I_Win_heap *h, int nranks);
 
 /* smheap_rma_epoch.c: ch3's active-target hooks */

@@ -13,6 +13,13 @@
 
 #include "smheap_rma_impl.h"
 
+/* The phase-fair word: readers_in counts arriving readers in units of READER and holds the
+ * writer's bits below them; readers_out counts leaving readers; writers take tickets from
+ * writers_in and are served when writers_out reaches theirs. */
+#define WRITER_BITS     0x3u
+#define WRITER_PRESENT  0x2u
+#define WRITER_PHASE    0x1u
+
 /* ------------------------------------------------------------------------------------ */
 /* The lock word                                                                          */
 
@@ -153,7 +160,7 @@ static int take_word(struct smheap_rma_lock *lock, int lock_type, int fair, int 
                      uint32_t * held)
 {
     struct lock_attempt a;
-    int (*ready) (void *);
+    rma_ready_fn ready;
     int mpi_errno = MPI_SUCCESS;
 
     MPIDI_CH3I_Rma_attempt_start(&a, lock, lock_type, fair);
