@@ -154,7 +154,8 @@ typedef pthread_mutex_t MPIDI_CH3I_SHM_MUTEX;
     MPI_Aint info_shm_segment_len; /* size of shared memory for window info */          \
     MPL_shm_hnd_t info_shm_segment_handle; /* handle to shared memory for window info */ \
     struct MPIDI_CH3I_Win_heap *smheap; /* what the shared heap adds (rma/) */          \
-    unsigned char *smheap_in_place; /* by rank: its memory is in the heap (NULL: all) */
+    unsigned char *smheap_in_place; /* by rank: its memory is in the heap (NULL: all) */ \
+    int smheap_set_up;          /* the heap's part is in place: ch3 may grant locks */
 
 /* Where ch3's RMA operations went (MPI_T smheap_rma_ops_in_place, smheap_rma_ops_queued). */
 extern unsigned long long PVAR_COUNTER_smheap_rma_ops_in_place;

@@ -58,6 +58,11 @@ int MPIDI_CH3I_Win_lock_grant(MPIR_Win * win, int lock_type)
     struct MPIDI_CH3I_Win_heap *h = win->smheap;
     struct lock_attempt a;
 
+    /* An origin of another node may ask as soon as its own node has made the window, while
+     * this rank still sets up its part (and the node's origins may already take this
+     * rank's word): ch3 queues the request until MPIDI_CH3I_Rma_grant_queued_locks. */
+    if (!win->smheap_set_up)
+        return FALSE;
     if (h == NULL || !h->locks_on_node)
         return TRUE;
     if (h->hold_state == HOLD_GRANTED) {
@@ -80,6 +85,15 @@ int MPIDI_CH3I_Win_lock_grant(MPIR_Win * win, int lock_type)
     }
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_rma_locks_for_packets, 1);
     return TRUE;
+}
+
+int MPIDI_CH3I_Rma_grant_queued_locks(MPIR_Win * win)
+{
+    win->smheap_set_up = TRUE;
+    if (win->target_lock_queue_head == NULL)
+        return MPI_SUCCESS;
+    /* with no holder, ch3's release goes through its queue */
+    return MPIDI_CH3I_Release_lock(win);
 }
 
 /* MPIDI_CH3_WIN_LOCK_RELEASED: ch3's last holder left. */

@@ -114,6 +114,9 @@ int MPIDI_CH3I_Rma_unlock_all(MPIR_Win * win);
 
 /* smheap_rma_hold.c: its progress hook, registered with the first window that needs holds */
 int MPIDI_CH3I_Rma_register_holds_hook(void);
+/* smheap_rma_hold.c: the window set up here, ch3 grants the lock requests that it was
+ * refused meanwhile */
+int MPIDI_CH3I_Rma_grant_queued_locks(MPIR_Win * win);
 /* smheap_rma_hold.c: at MPI_Win_free (ch3 let no one hold a lock past its barrier), what is
  * left of a hold is given up */
 void MPIDI_CH3I_Rma_hold_give_up(struct MPIDI_CH3I_Win_heap *h, int nranks);

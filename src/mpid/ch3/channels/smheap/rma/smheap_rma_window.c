@@ -335,12 +335,21 @@ static int serve_window(MPIR_Win * win)
     goto fn_exit;
 }
 
+/* After ch3 made a window: the heap's part, then ch3's lock requests that came meanwhile
+ * (smheap_rma_hold.c). */
+static int set_up_window(MPIR_Win * win)
+{
+    int mpi_errno = serve_window(win);
+
+    return mpi_errno ? mpi_errno : MPIDI_CH3I_Rma_grant_queued_locks(win);
+}
+
 static int win_create(void *base, MPI_Aint size, int disp_unit, MPIR_Info * info,
                       MPIR_Comm * comm, MPIR_Win ** win)
 {
     int mpi_errno = ch3_fns.create(base, size, disp_unit, info, comm, win);
 
-    return mpi_errno ? mpi_errno : serve_window(*win);
+    return mpi_errno ? mpi_errno : set_up_window(*win);
 }
 
 static int win_allocate(MPI_Aint size, int disp_unit, MPIR_Info * info, MPIR_Comm * comm,
@@ -348,7 +357,7 @@ static int win_allocate(MPI_Aint size, int disp_unit, MPIR_Info * info, MPIR_Com
 {
     int mpi_errno = ch3_fns.allocate(size, disp_unit, info, comm, baseptr, win);
 
-    return mpi_errno ? mpi_errno : serve_window(*win);
+    return mpi_errno ? mpi_errno : set_up_window(*win);
 }
 
 static int win_allocate_shared(MPI_Aint size, int disp_unit, MPIR_Info * info,
@@ -356,14 +365,14 @@ static int win_allocate_shared(MPI_Aint size, int disp_unit, MPIR_Info * info,
 {
     int mpi_errno = ch3_fns.allocate_shared(size, disp_unit, info, comm, baseptr, win);
 
-    return mpi_errno ? mpi_errno : serve_window(*win);
+    return mpi_errno ? mpi_errno : set_up_window(*win);
 }
 
 static int win_create_dynamic(MPIR_Info * info, MPIR_Comm * comm, MPIR_Win ** win)
 {
     int mpi_errno = ch3_fns.create_dynamic(info, comm, win);
 
-    return mpi_errno ? mpi_errno : serve_window(*win);
+    return mpi_errno ? mpi_errno : set_up_window(*win);
 }
 
 static int win_init(MPI_Aint size, int disp_unit, int create_flavor, int model,
@@ -371,6 +380,7 @@ static int win_init(MPI_Aint size, int disp_unit, int create_flavor, int model,
 {
     (*win)->smheap = NULL;
     (*win)->smheap_in_place = NULL;
+    (*win)->smheap_set_up = FALSE;
     return ch3_hooks.win_init ? ch3_hooks.win_init(size, disp_unit, create_flavor, model,
                                                    info, comm, win) : MPI_SUCCESS;
 }
