@@ -18,7 +18,8 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_ALL_EQ
       description : >-
-        ch3:smheap: windows of MPI_Win_create whose memory lies in the shared heap are
+        ch3:smheap: windows of MPI_Win_create whose memory lies in the shared heap, and
+        those of MPI_Win_allocate (their memory taken from the heap), are
         accessed in place by the node's origins (where the window's ranks all share the
         heap, the targets whose memory is in it; else where it is so on every rank of the
         node), and passive-target locks are taken in the heap, without the target: on
@@ -177,8 +178,8 @@ static int memory_in_heap(MPIR_Win * win, int r)
 
 enum node_memory { MEMORY_IN_HEAP_NONE, MEMORY_IN_HEAP_SOME, MEMORY_IN_HEAP_ALL };
 
-/* How much of the memory of this node's ranks, in a window of MPI_Win_create, is in the
- * heap (the same answer on all of them). */
+/* How much of the memory of this node's ranks, in a window where each has its own
+ * (has_own_memory), is in the heap (the same answer on all of them). */
 static enum node_memory node_memory(MPIR_Win * win)
 {
     MPIR_Comm *comm = win->comm_ptr;
@@ -287,6 +288,15 @@ static int make_heap_window(MPIR_Win * win, struct MPIDI_CH3I_Win_heap *h)
     goto fn_exit;
 }
 
+/* A window of MPI_Win_create, or of MPI_Win_allocate served from the heap
+ * (win_allocate_memory): each rank's memory a block of its own, which the node's ranks reach
+ * where it lies in the heap. */
+static int has_own_memory(MPIR_Win * win)
+{
+    return win->create_flavor == MPI_WIN_FLAVOR_CREATE ||
+        win->create_flavor == MPI_WIN_FLAVOR_ALLOCATE;
+}
+
 /* After ch3 made a window of any flavour: what the heap adds to it.  Collective. */
 static int serve_window(MPIR_Win * win)
 {
@@ -300,8 +310,7 @@ static int serve_window(MPIR_Win * win)
     h->my_rank = win->comm_ptr->rank;
     h->win = win;
     win->smheap = h;
-    if (win->create_flavor == MPI_WIN_FLAVOR_CREATE && !win->shm_allocated &&
-        node_memory(win) == MEMORY_IN_HEAP_ALL) {
+    if (has_own_memory(win) && !win->shm_allocated && node_memory(win) == MEMORY_IN_HEAP_ALL) {
         mpi_errno = make_heap_window(win, h);
         MPIR_ERR_CHECK(mpi_errno);
     }
@@ -313,8 +322,7 @@ static int serve_window(MPIR_Win * win)
         mpi_errno = attach_locks(win, h);
         MPIR_ERR_CHECK(mpi_errno);
         if (h->locks_in_place && !win->shm_allocated &&
-            (win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC ||
-             win->create_flavor == MPI_WIN_FLAVOR_CREATE)) {
+            (win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC || has_own_memory(win))) {
             mpi_errno = make_heap_window(win, h);
             MPIR_ERR_CHECK(mpi_errno);
         }
@@ -373,6 +381,21 @@ static int win_create_dynamic(MPIR_Info * info, MPIR_Comm * comm, MPIR_Win ** wi
     int mpi_errno = ch3_fns.create_dynamic(info, comm, win);
 
     return mpi_errno ? mpi_errno : set_up_window(*win);
+}
+
+/* ch3's allocate_shm, for MPI_Win_allocate and MPI_Win_allocate_shared: where the heap
+ * serves windows, MPI_Win_allocate's memory comes from this rank's heap slice (malloc), and
+ * serve_window makes the window one of memory in the heap, as MPI_Win_create's: no segment
+ * and mapping of its own per window (nor a further page-table branch for an origin to walk
+ * to it).  MPI_Win_allocate_shared keeps ch3's segment, contiguous across the node's
+ * ranks. */
+static int win_allocate_memory(MPI_Aint size, int disp_unit, MPIR_Info * info,
+                               MPIR_Comm * comm, void *baseptr, MPIR_Win ** win)
+{
+    if ((*win)->create_flavor == MPI_WIN_FLAVOR_ALLOCATE && MPIR_CVAR_CH3_SMHEAP_RMA &&
+        MPIDI_CH3I_Smheap_heap_shared)
+        return MPIDI_CH3U_Win_allocate_no_shm(size, disp_unit, info, comm, baseptr, win);
+    return ch3_fns.allocate_shm(size, disp_unit, info, comm, baseptr, win);
 }
 
 static int win_init(MPI_Aint size, int disp_unit, int create_flavor, int model,
@@ -441,6 +464,8 @@ void MPIDI_CH3I_Win_heap_init(void)
     MPIDI_CH3U_Win_fns.allocate = win_allocate;
     MPIDI_CH3U_Win_fns.allocate_shared = win_allocate_shared;
     MPIDI_CH3U_Win_fns.create_dynamic = win_create_dynamic;
+    if (ch3_fns.allocate_shm)
+        MPIDI_CH3U_Win_fns.allocate_shm = win_allocate_memory;
     MPIDI_CH3U_Win_hooks.win_init = win_init;
     MPIDI_CH3U_Win_hooks.win_free = win_free;
     MPIDI_CH3U_Win_hooks.lock = MPIDI_CH3I_Rma_lock;
