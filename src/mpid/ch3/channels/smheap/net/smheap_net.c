@@ -41,8 +41,50 @@ cvars:
 */
 
 #include "smheap_net_impl.h"
+#include <signal.h>
 
 int MPIDI_CH3I_Net_active;
+
+/* Hydra, when it does not end the job itself (-disable-auto-cleanup), sends the other
+ * ranks SIGUSR1 and lists the dead in the PMI key that ch3 reads
+ * (MPIDI_CH3U_Check_for_failed_procs), as ch3:nemesis relies on.  Unhandled, the signal
+ * would end the survivors, often before they saw the dead peer's socket close.  Over
+ * libfabric the notice is how a rank learns of a lost peer (smheap_net_ofi.c); over
+ * sockets the dead peer's connection closes, which names it, and the notice is only
+ * counted: ch3's failed-process check run from the sockets' poll could meet that
+ * connection mid-close ("received packet of unknown type", 2 runs in 35). */
+static volatile sig_atomic_t deaths_signalled;
+static unsigned deaths_seen;
+static struct sigaction sigusr1_before;
+static int watching_deaths;
+
+static void on_sigusr1(int sig)
+{
+    deaths_signalled++;
+    if (sigusr1_before.sa_handler != SIG_DFL && sigusr1_before.sa_handler != SIG_IGN &&
+        !(sigusr1_before.sa_flags & SA_SIGINFO))
+        sigusr1_before.sa_handler(sig);
+}
+
+static void watch_for_deaths(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_sigusr1;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, &sigusr1_before);
+    watching_deaths = 1;
+}
+
+/* A death signalled since we last looked? */
+static int death_news(void)
+{
+    if (deaths_seen == (unsigned) deaths_signalled)
+        return FALSE;
+    deaths_seen = (unsigned) deaths_signalled;
+    return TRUE;
+}
 
 /* The sockets came into use (a connection, or the close of the listener): poll them. */
 static void note_sockets(void)
@@ -70,6 +112,8 @@ int MPIDI_CH3I_Net_init(int spans_nodes)
     MPIR_ERR_CHECK(mpi_errno);
     if (MPIDI_CH3I_Netofi_open())
         MPIDI_CH3I_Net_active = 1;
+    if (spans_nodes)
+        watch_for_deaths();
     note_sockets();
 
   fn_exit:
@@ -80,8 +124,13 @@ int MPIDI_CH3I_Net_init(int spans_nodes)
 
 int MPIDI_CH3I_Net_finalize(void)
 {
-    int mpi_errno = MPIDI_CH3I_Netofi_finalize();
+    int mpi_errno;
 
+    if (watching_deaths) {
+        sigaction(SIGUSR1, &sigusr1_before, NULL);
+        watching_deaths = 0;
+    }
+    mpi_errno = MPIDI_CH3I_Netofi_finalize();
     MPIDI_CH3I_Net_active = 1;  /* the listener's close is an event to wait for */
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = MPIDI_CH3I_Netsock_finalize();
@@ -167,8 +216,13 @@ int MPIDI_CH3I_Net_poll(int *made_progress)
     static int ticks;
     int mpi_errno = MPI_SUCCESS;
 
-    if (MPIDI_CH3I_Netofi_open())
+    if (MPIDI_CH3I_Netofi_open()) {
+        if (death_news()) {
+            *made_progress = TRUE;
+            return MPIDI_CH3I_Netofi_look_for_deaths();
+        }
         mpi_errno = MPIDI_CH3I_Netofi_poll(made_progress);
+    }
     if (mpi_errno != MPI_SUCCESS)
         return mpi_errno;
     if (MPIDI_CH3I_Netsock_in_use() || !MPIDI_CH3I_Netofi_open()) {

@@ -57,6 +57,7 @@ int MPIDI_CH3I_Netofi_iSendv(MPIDI_VC_t * vc, MPIR_Request * sreq, struct iovec 
                              int n_iov);
 int MPIDI_CH3I_Netofi_terminate(MPIDI_VC_t * vc);
 int MPIDI_CH3I_Netofi_poll(int *made_progress);
+int MPIDI_CH3I_Netofi_look_for_deaths(void);    /* the launcher signalled a death */
 int MPIDI_CH3I_Netofi_reading_data(void);
 /* Sleep until a completion comes or the wake socket (wake_fd) gets a byte; 0 if it cannot
  * wait on the provider (then the caller sleeps in short slices). */

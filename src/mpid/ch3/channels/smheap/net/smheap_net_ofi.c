@@ -12,35 +12,8 @@
 #include "smheap_packet.h"
 #include "smheap_mpit.h"
 #include <poll.h>
-#include <signal.h>
 
 #define CQ_BATCH 16
-
-/* A lost peer: a provider may report nothing until we send to it (rxm over TCP does not),
- * so a rank that only waits for it would wait forever.  Hydra, when it does not end the
- * job itself (-disable-auto-cleanup), sends the other ranks SIGUSR1 and lists the dead in
- * the PMI key ch3 reads, as ch3:nemesis relies on. */
-static volatile sig_atomic_t deaths_signalled;
-static int deaths_seen;
-static struct sigaction sigusr1_before;
-
-static void on_sigusr1(int sig)
-{
-    deaths_signalled++;
-    if (sigusr1_before.sa_handler != SIG_DFL && sigusr1_before.sa_handler != SIG_IGN &&
-        !(sigusr1_before.sa_flags & SA_SIGINFO))
-        sigusr1_before.sa_handler(sig);
-}
-
-static void watch_for_deaths(void)
-{
-    struct sigaction sa;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_sigusr1;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGUSR1, &sa, &sigusr1_before);
-}
 
 int MPIDI_CH3I_Netofi_open(void)
 {
@@ -71,7 +44,6 @@ int MPIDI_CH3I_Netofi_init(int required)
                          "**smheap_ofi_open %s %s %s", info->fabric_attr->prov_name,
                          info->domain_attr->name, fi_strerror(-ret));
     smheap_ofi.open = 1;
-    watch_for_deaths();
     if (MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE && MPIR_Process.rank == 0)
         fprintf(stderr, "ch3:smheap: between nodes over libfabric %u.%u, provider %s, domain %s"
                 "%s; %s\n",
@@ -197,13 +169,14 @@ static int retry_stalled(void)
     return mpi_errno;
 }
 
-/* Hydra said a process died: let ch3 fail what waits for it (it completes the receives
- * posted for it with errors), and report the first of ours lost by name. */
-static int look_for_deaths(void)
+/* Hydra said a process died (smheap_net.c): a provider may report nothing of a lost peer
+ * until we send to it (rxm over TCP does not), so a rank that only waits for it would wait
+ * forever.  Let ch3 fail what waits for it (it completes the receives posted for it with
+ * errors), and report the first of ours lost by name. */
+int MPIDI_CH3I_Netofi_look_for_deaths(void)
 {
     int mpi_errno = MPI_SUCCESS, i;
 
-    deaths_seen = deaths_signalled;
     mpi_errno = MPIDI_CH3U_Check_for_failed_procs();
     if (mpi_errno != MPI_SUCCESS)
         return mpi_errno;
@@ -233,10 +206,6 @@ int MPIDI_CH3I_Netofi_poll(int *made_progress)
 
     if (smheap_ofi.polling)    /* a handler re-entered progress */
         return MPI_SUCCESS;
-    if (deaths_signalled != deaths_seen) {
-        *made_progress = TRUE;
-        return look_for_deaths();
-    }
     smheap_ofi.polling = 1;
     PRIVATELY(n = fi_cq_read(smheap_ofi.cq, e, CQ_BATCH));
     if (n == -FI_EAVAIL) {
@@ -355,7 +324,6 @@ int MPIDI_CH3I_Netofi_finalize(void)
 
     if (!smheap_ofi.open)
         return MPI_SUCCESS;
-    sigaction(SIGUSR1, &sigusr1_before, NULL);
     /* let the last messages (ch3's close packets among them) go; a provider that keeps
      * retrying a dead peer (rxm does) gets FINALIZE_WAIT_S */
     MPL_wtime(&start);
