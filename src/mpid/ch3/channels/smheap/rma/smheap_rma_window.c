@@ -34,6 +34,12 @@ cvars:
 static MPIDI_CH3U_Win_fns_t ch3_fns;    /* what ch3 and nemesis's code filled in */
 static MPIDI_CH3U_Win_hooks_t ch3_hooks;
 
+/* Does the heap serve windows here?  (The same answer on every rank of a node.) */
+static int heap_serves_windows(void)
+{
+    return MPIR_CVAR_CH3_SMHEAP_RMA && MPIDI_CH3I_Smheap_heap_shared;
+}
+
 /* Does every rank of the window share this rank's heap? (The same answer on all of
  * them: sharing a heap is being of one job on one node.) */
 static int all_share_heap(MPIR_Comm * comm)
@@ -288,9 +294,9 @@ static int make_heap_window(MPIR_Win * win, struct MPIDI_CH3I_Win_heap *h)
     goto fn_exit;
 }
 
-/* A window of MPI_Win_create, or of MPI_Win_allocate served from the heap
- * (win_allocate_memory): each rank's memory a block of its own, which the node's ranks reach
- * where it lies in the heap. */
+/* A window of MPI_Win_create or MPI_Win_allocate: each rank's memory a block of its own,
+ * which the node's ranks reach where it lies in the heap (MPI_Win_allocate's does where the
+ * heap serves windows: win_allocate_memory). */
 static int has_own_memory(MPIR_Win * win)
 {
     return win->create_flavor == MPI_WIN_FLAVOR_CREATE ||
@@ -303,7 +309,7 @@ static int serve_window(MPIR_Win * win)
     struct MPIDI_CH3I_Win_heap *h;
     int mpi_errno = MPI_SUCCESS;
 
-    if (!MPIR_CVAR_CH3_SMHEAP_RMA || !MPIDI_CH3I_Smheap_heap_shared)
+    if (!heap_serves_windows())
         goto fn_exit;
     h = MPL_calloc(1, sizeof(*h), MPL_MEM_RMA);
     MPIR_ERR_CHKANDJUMP(h == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
@@ -386,14 +392,12 @@ static int win_create_dynamic(MPIR_Info * info, MPIR_Comm * comm, MPIR_Win ** wi
 /* ch3's allocate_shm, for MPI_Win_allocate and MPI_Win_allocate_shared: where the heap
  * serves windows, MPI_Win_allocate's memory comes from this rank's heap slice (malloc), and
  * serve_window makes the window one of memory in the heap, as MPI_Win_create's: no segment
- * and mapping of its own per window (nor a further page-table branch for an origin to walk
- * to it).  MPI_Win_allocate_shared keeps ch3's segment, contiguous across the node's
- * ranks. */
+ * and mapping of its own per window.  MPI_Win_allocate_shared keeps ch3's segment,
+ * contiguous across the node's ranks. */
 static int win_allocate_memory(MPI_Aint size, int disp_unit, MPIR_Info * info,
                                MPIR_Comm * comm, void *baseptr, MPIR_Win ** win)
 {
-    if ((*win)->create_flavor == MPI_WIN_FLAVOR_ALLOCATE && MPIR_CVAR_CH3_SMHEAP_RMA &&
-        MPIDI_CH3I_Smheap_heap_shared)
+    if ((*win)->create_flavor == MPI_WIN_FLAVOR_ALLOCATE && heap_serves_windows())
         return MPIDI_CH3U_Win_allocate_no_shm(size, disp_unit, info, comm, baseptr, win);
     return ch3_fns.allocate_shm(size, disp_unit, info, comm, baseptr, win);
 }
