@@ -58,6 +58,15 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The sizes measured: 8 B and four times as many each step, then MAX_SIZE itself (8 x 4^k
+ * is an odd power of two, 4 MiB an even one). */
+static int next_size(int size)
+{
+    if (size == MAX_SIZE)
+        return MAX_SIZE + 1;
+    return size * 4 < MAX_SIZE ? size * 4 : MAX_SIZE;
+}
+
 static double median(double *v, int n)
 {
     qsort(v, n, sizeof(*v), cmp);
@@ -148,7 +157,7 @@ static void latency(int flavor, char *buf, const char *opname, int lock_each)
     int reps = quick ? 3 : 9;
 
     open_window(&w, flavor, MAX_SIZE);
-    for (int size = 8; size <= MAX_SIZE; size *= 4) {
+    for (int size = 8; size <= MAX_SIZE; size = next_size(size)) {
         int iters = size >= (1 << 18) ? 20 : quick ? 100 : 1000;
 
         for (int r = 0; r < reps; r++) {
@@ -188,7 +197,7 @@ static void bandwidth(int flavor, char *buf, const char *opname)
     int reps = quick ? 3 : 7;
 
     open_window(&w, flavor, MAX_SIZE);
-    for (int size = 8; size <= MAX_SIZE; size *= 4) {
+    for (int size = 8; size <= MAX_SIZE; size = next_size(size)) {
         int window = size >= (1 << 20) ? 4 : WINDOW, iters = size >= (1 << 18) ? 4 : 50;
 
         for (int r = 0; r < reps; r++) {
