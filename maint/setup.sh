@@ -58,7 +58,9 @@ if [ -n "$destdir" ] && [ -z "$install_prefix" ]; then
     echo "setup.sh: --destdir stages an install for --prefix DIR; give both" >&2; exit 2
 fi
 if [ -n "$install_prefix" ] && [ "$with_nemesis$with_nemesis_yield" != nono ]; then
-    echo "setup.sh: --prefix builds only ch3:smheap; run --nemesis and --nemesis-yield on their own" >&2; exit 2
+    echo "setup.sh: --prefix builds only ch3:smheap;" \
+        "run --nemesis and --nemesis-yield on their own" >&2
+    exit 2
 fi
 
 step() { echo "== [$(date -u -d "@$SECONDS" +%M:%S)] $*"; }    # minutes:seconds so far
