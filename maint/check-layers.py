@@ -65,6 +65,7 @@ LAYERS = [
     [f"{CH}/net/smheap_ofi_recv.c"],
     [f"{CH}/net/smheap_ofi_send.c"],
     [f"{CH}/net/smheap_ofi_fabric.c"],
+    [f"{CH}/net/smheap_ofi_lib.c"],
     [f"{CH}/packet/smheap_packet.c"],
     [f"{CH}/node/smheap_queue.c", f"{CH}/node/smheap_pace.c"],
     [f"{CH}/node/smheap_doorbell.c", f"{CH}/copy/smheap_copy.c"],

@@ -81,7 +81,7 @@ Architecture: $arch
 Maintainer: $maintainer
 Installed-Size: $(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 Depends: $depends
-Recommends: gcc, g++, gfortran, environment-modules | lmod
+Recommends: libfabric1, gcc, g++, gfortran, environment-modules | lmod
 Section: devel
 Priority: optional
 Description: MPICH $MPICH_VERSION with the ch3:smheap channel (shared-heap messaging)

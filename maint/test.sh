@@ -152,6 +152,40 @@ ofi_auto_skips_emulations() {
         ! echo "$out" | grep -q 'provider \(tcp\|udp\|sockets\)' &&
         echo "$named" | grep -q 'over libfabric .*provider sockets'
 }
+ofi_library_missing() {
+    # A libfabric that cannot be loaded (here an empty file found first by that name):
+    # with MPIR_CVAR_CH3_SMHEAP_NET=ofi, MPI_Init fails naming the library and the fixes;
+    # with auto the job goes over sockets, and the verbose line says why.
+    local out auto
+    mkdir -p "$work/no-libfabric"
+    : > "$work/no-libfabric/libfabric.so.1"
+    out=$(LD_LIBRARY_PATH="$work/no-libfabric" MPIR_CVAR_CH3_SMHEAP_NET=ofi timeout 60 \
+        "$bin/mpiexec" -launcher fork -hosts nodeA,nodeB -n 2 "$work/ring" 2>&1)
+    auto=$(LD_LIBRARY_PATH="$work/no-libfabric" MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE=1 timeout 60 \
+        "$bin/mpiexec" -launcher fork -hosts nodeA,nodeB -n 2 "$work/ring" 2>&1)
+    echo "$out"; echo "$auto"
+    ! echo "$out" | grep -q 'No Errors' &&
+        echo "$out" | grep -q 'cannot load libfabric.so.1 (.*); install libfabric (Debian: libfabric1), or set MPIR_CVAR_CH3_SMHEAP_NET=sock' &&
+        echo "$auto" | grep -q 'No Errors' &&
+        echo "$auto" | grep -q 'between nodes over TCP sockets: cannot load libfabric.so.1'
+}
+libfabric_only_off_node() {
+    # libmpi does not link libfabric (its providers' libraries sleep in their constructors,
+    # net/smheap_ofi_lib.c): a job on one node never loads it; a job that spans nodes over
+    # libfabric loads it at MPI_Init, and works.
+    local needed one two
+    needed=$(readelf -d "$prefix/lib/libmpi.so.12" | grep NEEDED)
+    one=$(LD_DEBUG=files timeout 60 "$bin/mpiexec" -n 2 "$work/ring" 2>&1)
+    two=$(LD_DEBUG=files MPIR_CVAR_CH3_SMHEAP_NET=ofi FI_PROVIDER=sockets \
+        MPIEXEC="$bin/mpiexec" timeout 60 "$top/maint/nodes/mpiexec-nodes" \
+        -hosts 127.0.0.2:1,127.0.0.3:1 -n 2 "$work/ring" 2>&1)
+    echo "$needed"
+    echo "one node: $(echo "$one" | grep -c 'file=libfabric') loads of libfabric"
+    echo "$two" | grep 'file=libfabric'
+    ! echo "$needed" | grep -q libfabric && echo "$one" | grep -q 'No Errors' &&
+        ! echo "$one" | grep -q 'file=libfabric' && echo "$two" | grep -q 'No Errors' &&
+        [ "$(echo "$two" | grep -c 'file=libfabric\.so.*dynamically loaded by .*libmpi')" = 2 ]
+}
 nodes_without_namespaces() {
     # Two "hosts" started by fork, sharing this machine's /dev/shm and host name: MPICH's
     # node map (from the launcher) still makes them two nodes, so the ranks talk over
@@ -512,6 +546,8 @@ check remote-rank-killed remote_rank_killed sock ""
 check remote-rank-killed-libfabric remote_rank_killed ofi sockets
 check remote-rank-killed-rxm remote_rank_killed ofi "tcp;ofi_rxm"
 check libfabric-bad-provider-named ofi_bad_provider
+check libfabric-only-off-node libfabric_only_off_node
+check libfabric-missing-named ofi_library_missing
 check libfabric-auto-skips-emulations ofi_auto_skips_emulations
 check no-shm-leftovers-after-kill no_shm_leftovers_after_kill
 check fault-mid-collective-ends-job fault_ends_job coll

@@ -79,6 +79,7 @@ mpi_core_sources +=                                        \
     $(smheap_dir)/net/smheap_ofi_recv.c                    \
     $(smheap_dir)/net/smheap_ofi_send.c                    \
     $(smheap_dir)/net/smheap_ofi_fabric.c                  \
+    $(smheap_dir)/net/smheap_ofi_lib.c                     \
     $(smheap_dir)/packet/smheap_packet.c                   \
     $(smheap_dir)/node/smheap_queue.c                      \
     $(smheap_dir)/node/smheap_doorbell.c                   \

@@ -28,6 +28,13 @@ int MPIDI_CH3I_Netofi_init(int required)
     const char *fi_provider = getenv("FI_PROVIDER");
     int ret;
 
+    if (smheap_ofi_lib_load(why, sizeof(why)) != 0) {
+        if (MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE && MPIR_Process.rank == 0)
+            fprintf(stderr, "ch3:smheap: between nodes over TCP sockets: %s\n", why);
+        MPIR_ERR_CHKANDJUMP1(required, mpi_errno, MPI_ERR_OTHER, "**smheap_ofi_lib",
+                             "**smheap_ofi_lib %s", why);
+        goto fn_exit;
+    }
     ret = smheap_ofi_find_provider(required, &info, why, sizeof(why));
     MPIR_ERR_CHKANDJUMP(ret != 0, mpi_errno, MPI_ERR_OTHER, "**nomem");
     if (info == NULL) {
@@ -42,12 +49,12 @@ int MPIDI_CH3I_Netofi_init(int required)
     ret = smheap_ofi_open(info);
     MPIR_ERR_CHKANDJUMP3(ret != 0, mpi_errno, MPI_ERR_OTHER, "**smheap_ofi_open",
                          "**smheap_ofi_open %s %s %s", info->fabric_attr->prov_name,
-                         info->domain_attr->name, fi_strerror(-ret));
+                         info->domain_attr->name, smheap_ofi_lib.strerror(-ret));
     smheap_ofi.open = 1;
     if (MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE && MPIR_Process.rank == 0)
         fprintf(stderr, "ch3:smheap: between nodes over libfabric %u.%u, provider %s, domain %s"
                 "%s; %s\n",
-                FI_MAJOR(fi_version()), FI_MINOR(fi_version()), info->fabric_attr->prov_name,
+                FI_MAJOR(smheap_ofi_lib.version()), FI_MINOR(smheap_ofi_lib.version()), info->fabric_attr->prov_name,
                 info->domain_attr->name, fi_provider ? " (FI_PROVIDER)" : "",
                 smheap_ofi.per_message ? "each message's data registered, through the "
                 "provider's cache, and the shared heap's pages kept (MPIR_CVAR_CH3_SMHEAP_OFI_"

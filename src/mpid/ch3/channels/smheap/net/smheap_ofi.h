@@ -1,5 +1,5 @@
 /*
- * ch3:smheap -- inside net/: the libfabric transport's own header, for its four files:
+ * ch3:smheap -- inside net/: the libfabric transport's own header, for its five files:
  *
  *   smheap_net_ofi.c      the entry points smheap_net.c calls (smheap_net_impl.h): set-up,
  *                         progress (completions, retries, sleeping), lost peers, tear-down;
@@ -7,7 +7,8 @@
  *                         RDMA reads into the receive request;
  *   smheap_ofi_send.c     messages sent: ch3's iovs as DATA or READ messages, queued per
  *                         peer, ACKs and PINGs ahead of them;
- *   smheap_ofi_fabric.c   the provider, the endpoint, registrations, buffers, addresses.
+ *   smheap_ofi_fabric.c   the provider, the endpoint, registrations, buffers, addresses;
+ *   smheap_ofi_lib.c      libfabric itself, loaded at MPI_Init by jobs that span nodes.
  *
  * Each file calls only those below it.  The protocol (smheap_net_ofi.c says why):
  *   DATA: bytes of ch3's stream (a packet header and its data, or more data of the message
@@ -169,6 +170,21 @@ typedef struct smheap_ofi {
 } smheap_ofi_t;
 
 extern smheap_ofi_t smheap_ofi;
+
+/* smheap_ofi_lib.c: the functions of libfabric's that its objects do not reach (the rest
+ * of its API is inline), from the library it loads at the first call */
+typedef struct smheap_ofi_lib {
+    int (*getinfo) (uint32_t version, const char *node, const char *service, uint64_t flags,
+                    const struct fi_info * hints, struct fi_info ** info);
+    void (*freeinfo) (struct fi_info * info);
+    struct fi_info *(*dupinfo) (const struct fi_info * info);
+    int (*fabric) (struct fi_fabric_attr * attr, struct fid_fabric ** fabric, void *context);
+    const char *(*strerror) (int errnum);
+    uint32_t(*version) (void);
+} smheap_ofi_lib_t;
+
+extern smheap_ofi_lib_t smheap_ofi_lib;
+int smheap_ofi_lib_load(char *why, size_t why_len);
 
 /* smheap_ofi_fabric.c */
 int smheap_ofi_find_provider(int required, struct fi_info **info, char *why, size_t why_len);

@@ -69,7 +69,7 @@ static int is_emulation(const char *prov_name)
 
 static struct fi_info *make_hints(void)
 {
-    struct fi_info *hints = fi_allocinfo();
+    struct fi_info *hints = smheap_ofi_lib.dupinfo(NULL);     /* fi_allocinfo() */
 
     if (hints == NULL)
         return NULL;
@@ -122,17 +122,17 @@ int smheap_ofi_find_provider(int required, struct fi_info **info, char *why, siz
     *info = NULL;
     if (hints == NULL)
         return -FI_ENOMEM;
-    PRIVATELY(ret = fi_getinfo(OFI_API, NULL, NULL, 0, hints, &list));
+    PRIVATELY(ret = smheap_ofi_lib.getinfo(OFI_API, NULL, NULL, 0, hints, &list));
     chosen = choose_provider(ret == 0 ? list : NULL, required, why, why_len);
     ret = 0;
     if (chosen != NULL) {
-        PRIVATELY(*info = fi_dupinfo(chosen));
+        PRIVATELY(*info = smheap_ofi_lib.dupinfo(chosen));
         if (*info == NULL)
             ret = -FI_ENOMEM;
     }
-    fi_freeinfo(hints);
+    smheap_ofi_lib.freeinfo(hints);
     if (list)
-        fi_freeinfo(list);
+        smheap_ofi_lib.freeinfo(list);
     return ret;
 }
 
@@ -316,7 +316,7 @@ static int open_endpoint(void)
     struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_MSG,.wait_obj = FI_WAIT_FD,.size = 0 };
     int ret;
 
-    ret = fi_fabric(smheap_ofi.info->fabric_attr, &smheap_ofi.fabric, NULL);
+    ret = smheap_ofi_lib.fabric(smheap_ofi.info->fabric_attr, &smheap_ofi.fabric, NULL);
     if (ret == 0)
         ret = fi_domain(smheap_ofi.fabric, smheap_ofi.info, &smheap_ofi.domain, NULL);
     if (ret == 0)
@@ -506,7 +506,7 @@ void smheap_ofi_close(void)
     close_fid(&smheap_ofi.av->fid);
     close_fid(&smheap_ofi.domain->fid);
     close_fid(&smheap_ofi.fabric->fid);
-    fi_freeinfo(smheap_ofi.info);
+    smheap_ofi_lib.freeinfo(smheap_ofi.info);
     memset(&smheap_ofi, 0, sizeof(smheap_ofi));
     smheap_ofi.wait_fd = -1;
 }

@@ -36,7 +36,7 @@ int smheap_ofi_peer_may_have_left(MPIDI_VC_t * vc)
 int smheap_ofi_peer_lost(MPIDI_VC_t * vc, int ret)
 {
     if (!smheap_ofi_peer_may_have_left(vc))
-        return smheap_ofi_peer_lost_as(vc, fi_strerror(ret));
+        return smheap_ofi_peer_lost_as(vc, smheap_ofi_lib.strerror(ret));
     vc->ch.ofi->failed = 1;
     if (vc->state == MPIDI_VC_STATE_CLOSE_ACKED)
         return MPIDI_CH3U_Handle_connection(vc, MPIDI_VC_EVENT_TERMINATED);
