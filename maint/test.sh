@@ -138,30 +138,53 @@ ofi_bad_provider() {
 }
 ofi_auto_skips_emulations() {
     # auto takes libfabric only with a provider that is not an emulation over the kernel's
-    # sockets (tcp, udp, sockets): this machine has only those, so the job goes over TCP
-    # sockets and says why; with FI_PROVIDER naming one, auto takes it.
-    local out named
-    out=$(MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE=1 MPIEXEC="$bin/mpiexec" \
-        timeout 60 "$top/maint/nodes/mpiexec-nodes" -hosts 127.0.0.2:1,127.0.0.3:1 -n 2 \
-        "$work/ring" 2>&1)
-    named=$(FI_PROVIDER=sockets MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE=1 MPIEXEC="$bin/mpiexec" \
-        timeout 60 "$top/maint/nodes/mpiexec-nodes" -hosts 127.0.0.2:1,127.0.0.3:1 -n 2 \
-        "$work/ring" 2>&1)
-    echo "$out"; echo "$named"
-    echo "$out" | grep -q 'No Errors' && echo "$named" | grep -q 'No Errors' &&
-        ! echo "$out" | grep -q 'provider \(tcp\|udp\|sockets\)' &&
-        echo "$named" | grep -q 'over libfabric .*provider sockets'
+    # sockets (tcp, udp, sockets).  On a node without RDMA devices it does not even load
+    # libfabric, and says so; on one with a device (here a mount namespace shows one under
+    # /sys/class/infiniband) it asks libfabric, which has only those emulations here, so
+    # the job goes over TCP sockets and says why; with FI_PROVIDER naming one, auto takes it.
+    local out device named
+    run_on_two() {
+        MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE=1 MPIEXEC="$bin/mpiexec" LD_DEBUG=files \
+            timeout 60 "$top/maint/nodes/mpiexec-nodes" -hosts 127.0.0.2:1,127.0.0.3:1 -n 2 \
+            "$work/ring" 2>&1
+    }
+    out=$(run_on_two)
+    device=$(unshare -m sh -c 'mount -t tmpfs devices /sys/class &&
+        mkdir -p /sys/class/infiniband/simulated_0 && "$@"' sh \
+        env MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE=1 MPIEXEC="$bin/mpiexec" timeout 60 \
+        "$top/maint/nodes/mpiexec-nodes" -hosts 127.0.0.2:1,127.0.0.3:1 -n 2 "$work/ring" 2>&1)
+    named=$(FI_PROVIDER=sockets run_on_two)
+    grep -v '^ *[0-9]*:' <<< "$out"; echo "$device"; grep -v '^ *[0-9]*:' <<< "$named"
+    if ls -A /sys/class/infiniband /sys/class/cxi 2> /dev/null | grep -q .; then
+        grep -q 'No Errors' <<< "$out" || return 1    # a real device: as the simulated one
+    else
+        grep -q 'No Errors' <<< "$out" &&
+            grep -q 'over TCP sockets: no RDMA device' <<< "$out" &&
+            ! grep -q 'file=libfabric' <<< "$out" || return 1
+    fi
+    grep -q 'No Errors' <<< "$device" &&
+        grep -q 'over TCP sockets: libfabric has only emulations' <<< "$device" &&
+        grep -q 'No Errors' <<< "$named" &&
+        grep -q 'over libfabric .*provider sockets' <<< "$named"
 }
 ofi_library_missing() {
     # A libfabric that cannot be loaded (here an empty file found first by that name):
     # with MPIR_CVAR_CH3_SMHEAP_NET=ofi, MPI_Init fails naming the library and the fixes;
-    # with auto the job goes over sockets, and the verbose line says why.
-    local out auto
+    # with auto (and a provider named, so that it tries on a node without RDMA devices)
+    # the job goes over sockets, and the verbose line says why.
+    # Hydra tears the job down at the first rank's failure, and may drop both ranks' last
+    # lines as it does (1 run in 20 here): up to three tries to see one.
+    local out auto try
     mkdir -p "$work/no-libfabric"
     : > "$work/no-libfabric/libfabric.so.1"
-    out=$(LD_LIBRARY_PATH="$work/no-libfabric" MPIR_CVAR_CH3_SMHEAP_NET=ofi timeout 60 \
-        "$bin/mpiexec" -launcher fork -hosts nodeA,nodeB -n 2 "$work/ring" 2>&1)
-    auto=$(LD_LIBRARY_PATH="$work/no-libfabric" MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE=1 timeout 60 \
+    for try in 1 2 3; do
+        out=$(LD_LIBRARY_PATH="$work/no-libfabric" MPIR_CVAR_CH3_SMHEAP_NET=ofi timeout 60 \
+            "$bin/mpiexec" -launcher fork -hosts nodeA,nodeB -n 2 "$work/ring" 2>&1)
+        grep -q 'cannot load' <<< "$out" && break
+        echo "try $try: no line from either rank"
+    done
+    auto=$(LD_LIBRARY_PATH="$work/no-libfabric" FI_PROVIDER=tcp \
+        MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE=1 timeout 60 \
         "$bin/mpiexec" -launcher fork -hosts nodeA,nodeB -n 2 "$work/ring" 2>&1)
     echo "$out"; echo "$auto"
     ! echo "$out" | grep -q 'No Errors' &&
@@ -180,11 +203,11 @@ libfabric_only_off_node() {
         MPIEXEC="$bin/mpiexec" timeout 60 "$top/maint/nodes/mpiexec-nodes" \
         -hosts 127.0.0.2:1,127.0.0.3:1 -n 2 "$work/ring" 2>&1)
     echo "$needed"
-    echo "one node: $(echo "$one" | grep -c 'file=libfabric') loads of libfabric"
-    echo "$two" | grep 'file=libfabric'
-    ! echo "$needed" | grep -q libfabric && echo "$one" | grep -q 'No Errors' &&
-        ! echo "$one" | grep -q 'file=libfabric' && echo "$two" | grep -q 'No Errors' &&
-        [ "$(echo "$two" | grep -c 'file=libfabric\.so.*dynamically loaded by .*libmpi')" = 2 ]
+    echo "one node: $(grep -c 'file=libfabric' <<< "$one") loads of libfabric"
+    grep 'file=libfabric' <<< "$two"
+    ! echo "$needed" | grep -q libfabric && grep -q 'No Errors' <<< "$one" &&
+        ! grep -q 'file=libfabric' <<< "$one" && grep -q 'No Errors' <<< "$two" &&
+        [ "$(grep -c 'file=libfabric\.so.*dynamically loaded by .*libmpi' <<< "$two")" = 2 ]
 }
 nodes_without_namespaces() {
     # Two "hosts" started by fork, sharing this machine's /dev/shm and host name: MPICH's

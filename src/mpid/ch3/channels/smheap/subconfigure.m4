@@ -18,7 +18,10 @@ AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[
 dnl SMHEAP_OFI_SYMVER(function): the version of libfabric's function that the program just
 dnl linked binds (empty for a library without symbol versions), as SMHEAP_OFI_VERSION_<FUNCTION>.
 AC_DEFUN([SMHEAP_OFI_SYMVER],[
-    smheap_ofi_version_$1=`${OBJDUMP:-objdump} -T conftest$ac_exeext | sed -n 's/.* (\(.*\)) *$1$/\1/p'`
+    smheap_ofi_version_$1=`${READELF:-readelf} -W --dyn-syms conftest$ac_exeext |
+        sed -n '/ $1@/{s/.* $1@\(@<:@^ @:>@*\).*/\1/p;q}'`
+    AS_IF([test -n "$smheap_ofi_version_fi_getinfo" -a -z "$smheap_ofi_version_$1"],
+          [AC_MSG_ERROR([cannot read the symbol version of libfabric's $1 with ${READELF:-readelf}])])
     AC_DEFINE_UNQUOTED(AS_TR_CPP([SMHEAP_OFI_VERSION_$1]), ["$smheap_ofi_version_$1"],
                        [the symbol version of libfabric's $1 that ch3:smheap loads])
 ])dnl
@@ -44,6 +47,7 @@ AC_DEFUN([PAC_SUBCFG_BODY_]PAC_SUBCFG_AUTO_SUFFIX,[
         dnl libmpi does not link it: jobs that span nodes load it (net/smheap_ofi_lib.c says
         dnl why) by the name and the symbol versions a program linked here binds.
         PAC_SET_HEADER_LIB_PATH(ofi)
+        AC_SEARCH_LIBS([dlvsym], [dl])
         PAC_CHECK_HEADER_LIB([rdma/fabric.h], [fabric], [fi_getinfo], [:],
             [AC_MSG_ERROR([rdma/fabric.h or libfabric not found (Debian: libfabric-dev); --with-ofi=DIR names another install])])
         AC_MSG_CHECKING([for the name and symbol versions of libfabric])

@@ -21,7 +21,9 @@ cvars:
         ch3:smheap: how the ranks of a job that spans nodes reach each other.
         auto - libfabric if a provider offers reliable datagram endpoints, messages and
                RDMA read and is not an emulation over TCP or UDP (tcp, udp, sockets,
-               net), or is the one FI_PROVIDER names; else TCP sockets
+               net), or is the one FI_PROVIDER names; else TCP sockets.  Without
+               FI_PROVIDER, libfabric is not even loaded on a node with no RDMA device
+               (/sys/class/infiniband, /sys/class/cxi)
         ofi  - libfabric with the provider FI_PROVIDER names, or the first that offers
                those; MPI_Init fails, naming why, if there is none
         sock - TCP sockets (ch3's socket utilities)

@@ -24,10 +24,18 @@ int MPIDI_CH3I_Netofi_init(int required)
 {
     int mpi_errno = MPI_SUCCESS;
     struct fi_info *info;
-    char why[160];
+    char why[320];
     const char *fi_provider = getenv("FI_PROVIDER");
     int ret;
 
+    if (!required && (fi_provider == NULL || *fi_provider == '\0') &&
+        !smheap_ofi_device_present()) {
+        if (MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE && MPIR_Process.rank == 0)
+            fprintf(stderr, "ch3:smheap: between nodes over TCP sockets: no RDMA device in "
+                    "/sys/class/infiniband or /sys/class/cxi, so libfabric would have only "
+                    "emulations over the kernel's sockets (FI_PROVIDER=name takes one)\n");
+        goto fn_exit;
+    }
     if (smheap_ofi_lib_load(why, sizeof(why)) != 0) {
         if (MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE && MPIR_Process.rank == 0)
             fprintf(stderr, "ch3:smheap: between nodes over TCP sockets: %s\n", why);
@@ -54,8 +62,9 @@ int MPIDI_CH3I_Netofi_init(int required)
     if (MPIR_CVAR_CH3_SMHEAP_NET_VERBOSE && MPIR_Process.rank == 0)
         fprintf(stderr, "ch3:smheap: between nodes over libfabric %u.%u, provider %s, domain %s"
                 "%s; %s\n",
-                FI_MAJOR(smheap_ofi_lib.version()), FI_MINOR(smheap_ofi_lib.version()), info->fabric_attr->prov_name,
-                info->domain_attr->name, fi_provider ? " (FI_PROVIDER)" : "",
+                FI_MAJOR(smheap_ofi_lib.version()), FI_MINOR(smheap_ofi_lib.version()),
+                info->fabric_attr->prov_name, info->domain_attr->name,
+                fi_provider ? " (FI_PROVIDER)" : "",
                 smheap_ofi.per_message ? "each message's data registered, through the "
                 "provider's cache, and the shared heap's pages kept (MPIR_CVAR_CH3_SMHEAP_OFI_"
                 "REGISTER)" : smheap_ofi.heap_mr ? "the shared heap registered once" :

@@ -185,6 +185,7 @@ typedef struct smheap_ofi_lib {
 
 extern smheap_ofi_lib_t smheap_ofi_lib;
 int smheap_ofi_lib_load(char *why, size_t why_len);
+int smheap_ofi_device_present(void);
 
 /* smheap_ofi_fabric.c */
 int smheap_ofi_find_provider(int required, struct fi_info **info, char *why, size_t why_len);
