@@ -12,9 +12,15 @@ bench_machine() {
 }
 
 # bench_build TAG LABEL MPICC SRC EXE: compile SRC with one MPI's MPICC into EXE; one line
-# and a failure if that MPI is not there or the compile fails.
+# and a failure if that MPI is not there or the compile fails.  With BENCH_PREBUILT=1 (a
+# bundle of bench/portable, run where there is no compiler) EXE was built with the bundle.
 bench_build() {
     local tag=$1 label=$2 cc=$3 src=$4 exe=$5
+    if [ "${BENCH_PREBUILT:-0}" = 1 ]; then
+        [ -x "$exe" ] && return 0
+        echo "$tag: $label: not in this bundle ($exe), skipped"
+        return 1
+    fi
     if ! command -v "$cc" >/dev/null 2>&1; then
         echo "$tag: $label: no $cc, skipped"
         return 1
@@ -58,4 +64,27 @@ bench_plot() {
     rm -f "$out/$name"*.png
     (cd "$out" && gnuplot "$name.gp")
     echo "plots:" "$out/$name"*.png
+}
+
+# bench_bind: what each rank is bound to when there is a CPU per rank, into bench_hydra_bind
+# (mpiexec's -bind-to) and bench_ompi_bind (Open MPI's options): a core, or a hardware thread
+# where cores have several (nproc then counts threads, and a rank per core would leave half
+# the ranks sharing).
+bench_bind() {
+    local per_core
+    per_core=$(lscpu 2>/dev/null | sed -n 's/^Thread(s) per core: *//p' | head -n 1)
+    if [ "${per_core:-1}" -gt 1 ]; then
+        bench_hydra_bind=hwthread
+        bench_ompi_bind=(--bind-to hwthread --use-hwthread-cpus)
+    else
+        bench_hydra_bind=core
+        bench_ompi_bind=(--bind-to core)
+    fi
+}
+
+# bench_ldpath PREFIX: LD_LIBRARY_PATH for the programs of the MPICH installed at PREFIX: its
+# lib first (a bundle moved to another machine no longer has the install its programs were
+# linked against), then what the caller had (a bundle's copies of system libraries).
+bench_ldpath() {
+    echo "$1/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }

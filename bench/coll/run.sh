@@ -19,6 +19,7 @@
 #                                 the reductions)
 #   MPIS="smheap nemesis openmpi" which to run (smheap is required when listed)
 #   VADER_COPY=none|cma|emulated  Open MPI's single-copy mechanism (default cma)
+#   BENCH_RESULTS=DIR             the output folder (bench/portable's bundles set it)
 # Output in build/results/bench/: coll.txt (tables), coll-raw.txt (every measurement),
 # coll-<coll>.png (and the .dat files and coll.gp that draw them).
 set -euo pipefail
@@ -33,7 +34,7 @@ vader_copy=${VADER_COPY:-cma}
 cpus=$(nproc)
 src="$top/bench/coll"
 exe="$top/build/bench/coll"
-out="$top/build/results/bench"
+out=${BENCH_RESULTS:-$top/build/results/bench}
 raw="$out/coll-raw.txt"
 mkdir -p "$exe" "$out"
 qflag=()
@@ -63,20 +64,23 @@ for m in $want; do
 done
 [ ${#mpis[@]} -gt 0 ] || { echo "coll: no MPI to run"; exit 1; }
 
-# launch MPI N ARGS...: coll_bench of that MPI on N ranks, one per core when there are enough
-# cores, else unbound (5 minutes at most)
+# launch MPI N ARGS...: coll_bench of that MPI on N ranks, one per CPU when there are enough
+# (benchlib.sh's bench_bind), else unbound (5 minutes at most)
+bench_bind
 launch() {
-    local m=$1 n=$2 bind=() obind=(--bind-to core)
+    local m=$1 n=$2 bind=() obind=("${bench_ompi_bind[@]}")
     shift 2
     if [ "$n" -le "$cpus" ]; then
-        bind=(-bind-to core)
+        bind=(-bind-to "$bench_hydra_bind")
     else
         obind=(--oversubscribe --bind-to none)
     fi
     case $m in
-    smheap)  timeout 300 "$top/build/install/bin/mpiexec" -n "$n" "${bind[@]}" \
+    smheap)  LD_LIBRARY_PATH=$(bench_ldpath "$top/build/install") timeout 300 \
+                 "$top/build/install/bin/mpiexec" -n "$n" "${bind[@]}" \
                  "$exe/smheap/coll_bench" "$@" ;;
-    nemesis) timeout 300 "$top/build/nemesis/install/bin/mpiexec" -n "$n" "${bind[@]}" \
+    nemesis) LD_LIBRARY_PATH=$(bench_ldpath "$top/build/nemesis/install") timeout 300 \
+                 "$top/build/nemesis/install/bin/mpiexec" -n "$n" "${bind[@]}" \
                  "$exe/nemesis/coll_bench" "$@" ;;
     openmpi) timeout 300 mpirun.openmpi -np "$n" "${obind[@]}" --allow-run-as-root \
                  --mca btl self,vader --mca btl_vader_single_copy_mechanism "$vader_copy" \

@@ -59,6 +59,7 @@
 #define WINDOW 64
 #define IN_FLIGHT (128L << 20)  /* bw/bibw: at most this many bytes in one window */
 #define BW_BYTES (512L << 20)   /* bw/bibw: bytes timed per size */
+#define BW_WINDOWS 16384        /* bw/bibw: at most this many windows (a million messages) */
 #define LAT_ITERS 100000        /* lat: round trips up to LAT_FULL bytes */
 #define LAT_FULL 8192
 #define STACK_SPARE (8L << 20)  /* stack left for MPI itself below the buffers */
@@ -187,10 +188,11 @@ static int bw_window(long size)
 static int bw_iters(long size, int window)
 {
     long n = (quick ? BW_BYTES / 8 : BW_BYTES) / (size * window);
+    long most = quick ? BW_WINDOWS / 8 : BW_WINDOWS;
 
     if (iters_opt > 0)
         return iters_opt;
-    return n < 3 ? 3 : (int) n;
+    return n < 3 ? 3 : n > most ? (int) most : (int) n;
 }
 
 /* One-way latency in microseconds: ping-pong, round trip / 2. */

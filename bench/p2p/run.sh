@@ -10,6 +10,10 @@
 #                                 nemesis from maint/setup.sh --nemesis, Open MPI from Debian)
 #   QUICK=1 bench/p2p/run.sh 1   a smoke test: about 8x fewer iterations
 #   VADER_COPY=none|cma|emulated Open MPI's single-copy mechanism (default cma)
+#   LAT_MAX=BYTES BW_MIN=BYTES   the largest latency and the smallest bandwidth size
+#                                (default 64 MiB and 1 B: every size 0 B-64 MiB in each
+#                                test; 65536 and 65536 for the short run of earlier tables)
+#   BENCH_RESULTS=DIR            the output folder (bench/portable's bundles set it)
 # Output in build/results/bench/: p2p.txt (tables), p2p-raw.txt (every measurement),
 # p2p-{lat,bw,bibw}.png (and the .dat files and p2p.gp that draw them).
 set -euo pipefail
@@ -17,9 +21,11 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-5}
 quick=${QUICK:-0}
 vader_copy=${VADER_COPY:-cma}
+lat_max=${LAT_MAX:-$((64 << 20))}
+bw_min=${BW_MIN:-1}
 src="$top/bench/p2p"
 exe="$top/build/bench/p2p"
-out="$top/build/results/bench"
+out=${BENCH_RESULTS:-$top/build/results/bench}
 raw="$out/p2p-raw.txt"
 mkdir -p "$exe" "$out"
 qflag=()
@@ -47,7 +53,8 @@ if command -v mpirun.openmpi >/dev/null 2>&1; then
 else
     echo "p2p: openmpi: no mpirun.openmpi, skipped"
 fi
-gcc -O2 -std=c99 -o "$exe/memcpy_bench" "$src/memcpy_bench.c" -lpthread
+[ "${BENCH_PREBUILT:-0}" = 1 ] ||
+    gcc -O2 -std=c99 -o "$exe/memcpy_bench" "$src/memcpy_bench.c" -lpthread
 
 . "$top/bench/p2p/launch.sh"
 
@@ -70,9 +77,12 @@ for r in $(seq "$runs"); do
     for t in lat bw bibw; do
         tbufs=$bufs
         [ "$t" = bw ] && tbufs="$bufs heap+8"
+        range=(-s "$bw_min" -S $((64 << 20)))
+        [ "$t" = lat ] && range=(-s 0 -S "$lat_max")
         for b in $tbufs; do
             for m in "${order[@]}"; do
-                record "round=$r mpi=$m run=$t/$b" p2p_launch "$m" -t "$t" -b "$b" "${qflag[@]}"
+                record "round=$r mpi=$m run=$t/$b" p2p_launch "$m" -t "$t" -b "$b" "${range[@]}" \
+                    "${qflag[@]}"
             done
         done
     done
