@@ -414,8 +414,9 @@ spin_chosen_by_cpus() {
     # peer they wait for may need that CPU), and yield it while they poll with MPI_Test; ranks
     # with a CPU each spin (for a millisecond) and poll without yielding; the setting
     # overrides.  A rank waiting while another keeps more threads busy than there are CPUs
-    # stops spinning too, unless the setting says how long to spin.
-    local one all set busy busy_set
+    # stops spinning too, unless the setting says how long to spin.  Ranks with a CPU each
+    # wake each other without a fence where the kernel has membarrier, the others with one.
+    local one all set busy busy_set mb
     one=$(timeout 120 taskset -c 0 "$bin/mpiexec" -n 3 "$work/spin_choice" 2>&1)
     all=$(timeout 120 "$bin/mpiexec" -n 1 "$work/spin_choice" 2>&1)
     set=$(MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS=77 timeout 120 taskset -c 0 "$bin/mpiexec" -n 3 \
@@ -424,7 +425,11 @@ spin_chosen_by_cpus() {
     busy_set=$(MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS=2000 timeout 120 "$bin/mpiexec" -n 2 \
         "$work/spin_choice" contended 2>&1)
     printf '%s\n' "$one" "$all" "$set" "$busy" "$busy_set"
+    mb=$(sed -n 's/.*wake_fenceless=[01] membarrier=\([01]\)$/\1/p' <<<"$all")
     echo "$one" | grep -q 'node_cpus=1 spin_polls=0 spin_usec=0$' &&
+        echo "$one" | grep -q 'wake_fenceless=0 ' &&
+        echo "$all" | grep -q "wake_fenceless=$mb membarrier=$mb$" &&
+        echo "$busy" | grep -q "wake_fenceless=$mb membarrier=$mb$" &&
         echo "$one" | grep -q 'No Errors' && echo "$one" | grep -q 'test_yields=[1-9]' &&
         echo "$all" | grep -q "node_cpus=$(nproc) spin_polls=[1-9][0-9]* spin_usec=1000$" &&
         echo "$set" | grep -q 'node_cpus=1 spin_polls=77 spin_usec=0$' &&

@@ -3,10 +3,14 @@
  * exercised, and a receive that rank 1 completes by polling MPI_Test while rank 0 computes
  * before sending: the polls that yielded the CPU are printed (test_yields).  maint/test.sh
  * runs it with the ranks confined to fewer CPUs than there are ranks, and with every CPU.
+ * It also prints whether waking a peer goes without a fence (smheap_wake_fenceless) and
+ * whether the kernel offers membarrier's global expedited command, on which that rests.
  * spin_choice contended: first, rank 0 keeps one thread more busy than the machine's CPUs for
  * 300 ms while rank 1 waits for a message; rank 1 then prints how many of its waits stopped
  * spinning because the CPUs were contended (smheap_contended_waits). */
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "../mpi/include/smheap_test.h"
@@ -71,6 +75,12 @@ int main(int argc, char **argv)
         printf("node_cpus=%llu spin_polls=%llu spin_usec=%llu\n",
                pvar_value("smheap_node_cpus"), pvar_value("smheap_spin_polls"),
                pvar_value("smheap_spin_usec"));
+    if (rank == 0) {
+        long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+        printf("wake_fenceless=%llu membarrier=%d\n", pvar_value("smheap_wake_fenceless"),
+               cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0);
+    }
     for (int i = 0; i < 1000; i++) {
         x = rank + i;
         MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -129,8 +129,24 @@ typedef struct MPIDI_CH3I_Progress_state {
 
 extern MPL_atomic_int_t MPIDI_CH3I_progress_completion_count;
 
-#define MPIDI_CH3I_INCR_PROGRESS_COMPLETION_COUNT \
-    MPL_atomic_fetch_add_int(&MPIDI_CH3I_progress_completion_count, 1)
+/* A locked add is a full barrier: it waits until this thread's stores (the cell of the
+ * message just sent) have left for the reader's core, and ch3 signals completion twice for
+ * every request.  Only threads of this process read the count, so with one thread in MPI
+ * at a time (not MPI_THREAD_MULTIPLE; the channel starts no threads) a plain add will do. */
+#if defined(MPICH_IS_THREADED)
+#define MPIDI_CH3I_INCR_PROGRESS_COMPLETION_COUNT                                       \
+    do {                                                                                \
+        if (MPIR_ThreadInfo.thread_provided == MPI_THREAD_MULTIPLE)                     \
+            MPL_atomic_fetch_add_int(&MPIDI_CH3I_progress_completion_count, 1);         \
+        else                                                                            \
+            MPL_atomic_relaxed_store_int(&MPIDI_CH3I_progress_completion_count,         \
+                MPL_atomic_relaxed_load_int(&MPIDI_CH3I_progress_completion_count) + 1); \
+    } while (0)
+#else
+#define MPIDI_CH3I_INCR_PROGRESS_COMPLETION_COUNT                                       \
+    MPL_atomic_relaxed_store_int(&MPIDI_CH3I_progress_completion_count,                 \
+        MPL_atomic_relaxed_load_int(&MPIDI_CH3I_progress_completion_count) + 1)
+#endif
 
 #if defined(MPICH_IS_THREADED)
 /* A thread that completes a request may have to wake another thread of this

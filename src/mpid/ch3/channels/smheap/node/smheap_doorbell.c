@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -63,6 +64,39 @@ static void send_wake_datagram(const char *name)
     memcpy(a.sun_path + 1, name, n);
     sendto(s, &byte, 1, MSG_DONTWAIT, (struct sockaddr *) &a,
            (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + n));
+}
+
+int smheap_doorbell_registered;
+int smheap_doorbell_fenceless;
+
+int smheap_doorbell_register(void)
+{
+    static pid_t asked_by;      /* a forked child asks for itself */
+    long cmds;
+
+    if (asked_by == getpid())
+        return smheap_doorbell_registered;
+    asked_by = getpid();
+    smheap_doorbell_registered = 0;
+    smheap_doorbell_fenceless = 0;
+    if (RUNNING_ON_VALGRIND)
+        return 0;       /* valgrind (3.19) does not know membarrier: it would warn */
+    cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) ||
+        !(cmds & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED))
+        return 0;
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) != 0)
+        return 0;
+    smheap_doorbell_registered = 1;
+    return 1;
+}
+
+int smheap_doorbell_armed(void)
+{
+    if (smheap_doorbell_fenceless &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) != 0)
+        return errno;
+    return 0;
 }
 
 void smheap_doorbell_wake(smheap_doorbell_t * b)

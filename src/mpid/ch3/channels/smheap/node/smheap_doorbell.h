@@ -10,6 +10,17 @@
  *   ringer:  publish the work (release store), then smheap_doorbell_ring(b)
  * Either the sleeper's last look sees the work, or the ringer sees the sleeper and bumps
  * `seq`, which makes the futex wait return at once.
+ *
+ * Each side must order its store before its load.  A fence on the ringer's side costs every
+ * message: on x86 it waits until the message's lines have reached the reader's core, which
+ * in a stream of short messages is most of a send.  Where the kernel offers membarrier(2)'s
+ * global expedited command and the ringer's process registered for it
+ * (smheap_doorbell_register), a sleeper that has armed calls it instead
+ * (smheap_doorbell_armed), which runs a full barrier on every CPU running a registered
+ * process: a ringer whose look came before that barrier had published before it, one whose
+ * look came after sees the sleeper.  The processes that ring each other agree on it
+ * (smheap_doorbell_fenceless: all of them, or none) and mark their doorbells
+ * (owner_membarrier); ringing an unmarked doorbell takes the fence.
  */
 
 #ifndef SMHEAP_DOORBELL_H_INCLUDED
@@ -22,6 +33,8 @@
 typedef struct smheap_doorbell {
     _Alignas(64) atomic_int seq;        /* futex word, bumped by every wake-up */
     atomic_int sleepers;        /* threads of the owner that may be asleep on seq */
+    int owner_membarrier;       /* set by the owner before anyone rings: its process is
+                                 * registered (smheap_doorbell_register) */
     /* An owner that may sleep in poll() (on sockets) rather than on the futex names an
      * abstract UNIX datagram socket here; a wake-up also sends it a byte.  Empty: none. */
     char wake_socket[SMHEAP_DOORBELL_NAME_LEN];
@@ -43,15 +56,42 @@ static inline void smheap_doorbell_disarm(smheap_doorbell_t * b)
     atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_relaxed);
 }
 
+/* This process registered for membarrier(2)'s global expedited command. */
+extern int smheap_doorbell_registered;
+
+/* This process's sleepers call membarrier after arming and its ringers leave the fence to
+ * the sleepers of marked doorbells: set (to 1 where registered) only where every process
+ * that rings our marked doorbells, or whose marked doorbells we ring, sets it too. */
+extern int smheap_doorbell_fenceless;
+
+/* Register this process (once; later calls return the first answer, in a forked child
+ * its own): 1 if it is, 0 where the kernel, a seccomp filter or valgrind refuses it. */
+int smheap_doorbell_register(void);
+
+/* A sleeper has armed its doorbells and is about to look for work a last time: where this
+ * process is fenceless, make every ringer's look at `sleepers` either see it or come after
+ * the ringer's publication.  0, or an errno value: then the sleeper must not sleep. */
+int smheap_doorbell_armed(void);
+
 void smheap_doorbell_wake(smheap_doorbell_t * b);
 
+/* Order the caller's publication before its look at `sleepers` (pairs with the seq_cst
+ * increment in smheap_doorbell_arm): a fence, or, where the sleepers' membarrier does it
+ * (fenceless), only the compiler's ordering. */
+static inline void smheap_doorbell_order(int fenceless)
+{
+    if (fenceless)
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
 /* Wake every thread asleep on b.  Call after publishing the work.  Inline: every message
- * pays for the fence, and only a sleeper for the system call. */
+ * pays for the look (and the fence, where it takes one), and only a sleeper for the system
+ * call. */
 static inline void smheap_doorbell_ring(smheap_doorbell_t * b)
 {
-    /* order the caller's publication before our look at `sleepers` (pairs with the
-     * seq_cst increment in smheap_doorbell_arm) */
-    atomic_thread_fence(memory_order_seq_cst);
+    smheap_doorbell_order(smheap_doorbell_fenceless && b->owner_membarrier);
     if (atomic_load_explicit(&b->sleepers, memory_order_relaxed) > 0)
         smheap_doorbell_wake(b);
 }

@@ -51,7 +51,7 @@ static inline void MPIDI_CH3I_Smheap_wake(int rank)
  * something they wait for: one fence for all. */
 static inline void MPIDI_CH3I_Smheap_wake_ranks(const int *ranks, int n)
 {
-    atomic_thread_fence(memory_order_seq_cst);
+    smheap_doorbell_order(smheap_doorbell_fenceless);
     for (int i = 0; i < n; i++) {
         smheap_doorbell_t *b = &smheap_queue.bells[ranks[i]];
         if (atomic_load_explicit(&b->sleepers, memory_order_relaxed) > 0)

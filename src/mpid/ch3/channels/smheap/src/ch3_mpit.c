@@ -239,6 +239,10 @@ static void register_waiting(void)
           "chooses (0: it does not spin, or MPIR_CVAR_CH3_SMHEAP_SPIN_POLLS counts the polls)");
     LEVEL(smheap_node_cpus, &smheap_queue.node_cpus, get_int,
           "CPUs the ranks of this node may run on between them (their affinity masks)");
+    LEVEL(smheap_wake_fenceless, &smheap_doorbell_fenceless, get_int,
+          "1: a rank publishing work for another takes no fence before its look at the "
+          "other's doorbell, a sleeper calls membarrier(2) instead (every rank of the node "
+          "registered for it and they do not outnumber their CPUs); 0: a fence every time");
 }
 
 void MPIDI_CH3I_Smheap_mpit_init(void)

@@ -312,6 +312,7 @@ typedef struct bell_set {
     smheap_doorbell_t *bells[SMHEAP_DOORBELL_MAX_WAIT];
     int seqs[SMHEAP_DOORBELL_MAX_WAIT];
     int n;
+    int may_sleep;              /* ringers that skip their fence cannot miss us */
 } bell_set_t;
 
 static int arm_bells(bell_set_t * set)
@@ -331,6 +332,7 @@ static int arm_bells(bell_set_t * set)
         set->seqs[i] = smheap_doorbell_arm(set->bells[i]);
     }
     MPIDI_CH3I_Link_sleepers++;         /* the link doorbells stay mapped meanwhile */
+    set->may_sleep = smheap_doorbell_armed() == 0;
     return mpi_errno;
 }
 
@@ -361,7 +363,9 @@ static int sleep_until_rung(int (*ready) (void *), void *arg, int *made_progress
         mpi_errno = poll_once(made_progress);
     if (mpi_errno == MPI_SUCCESS && MPIDI_CH3I_Net_active && !*made_progress)
         mpi_errno = MPIDI_CH3I_Net_poll(made_progress);
-    if (mpi_errno == MPI_SUCCESS && !*made_progress && !ready(arg)) {
+    if (mpi_errno == MPI_SUCCESS && !*made_progress && !set.may_sleep) {
+        MPIDI_CH3I_Without_global_lock(yield_once, NULL);
+    } else if (mpi_errno == MPI_SUCCESS && !*made_progress && !ready(arg)) {
         MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_sleeps, 1);
         /* with sockets to watch, sleep in poll(): the doorbells send a byte there too */
         if (MPIDI_CH3I_Net_active)
