@@ -4,8 +4,8 @@
     report.py RAW OUTDIR
 
 RAW has one line per measurement, as run.sh writes them:
-    round=1 mpi=smheap run=bw/heap test=bw buf=heap size=65536 value=6123.4
-    round=1 mpi=smheap run=bw/heap pvar smheap_single_copy_msgs=1912
+    round=1 mpi=smheap run=bw/heap/2048-65536 test=bw buf=heap size=65536 value=6123.4
+    round=1 mpi=smheap run=bw/heap/2048-65536 pvar smheap_single_copy_msgs=1912
     round=1 mpi=memcpy run=memcpy test=memcpy1 size=65536 value=44966.6
 (lines with '#' are comments).  Prints, for every test and buffer, the median over the
 rounds of every MPI at every size and the ratios of smheap to the others (and to memcpy with
@@ -167,7 +167,7 @@ def main():
     print("\nsmheap's MPI_T path counters (smheap_*_msgs, smheap_copy_detours, smheap_sleeps,"
           " smheap_ring_slow_spells), last round, both ranks summed:")
     for run, words in pvars.items():
-        print("  %-11s %s" % (run, " ".join(words)))
+        print("  %-24s %s" % (run, " ".join(words)))
     if not pvars:
         print("  (none: this MPI has no smheap path counters)")
     gnuplot(vals, mpis, outdir)

@@ -58,6 +58,20 @@ fi
 
 . "$top/bench/p2p/launch.sh"
 
+# size_parts LO HI: the sizes LO..HI (powers of two, or 0) as parts LO-1K, 2K-64K, 128K-HI,
+# so that each launch is short and the MPIs take turns every few seconds: this machine's
+# speed drifts over tens of seconds, and a whole sweep of one MPI can fall into one spell.
+size_parts() {
+    local lo=$1 hi=$2 cut
+    for cut in 1024 65536; do
+        if [ "$lo" -le "$cut" ] && [ "$hi" -gt "$cut" ]; then
+            echo "$lo-$cut"
+            lo=$((2 * cut))
+        fi
+    done
+    echo "$lo-$hi"
+}
+
 # record LABEL CMD...: one run into the raw file (benchlib.sh)
 record() { bench_record p2p "$raw" "$@"; }
 
@@ -77,12 +91,14 @@ for r in $(seq "$runs"); do
     for t in lat bw bibw; do
         tbufs=$bufs
         [ "$t" = bw ] && tbufs="$bufs heap+8"
-        range=(-s "$bw_min" -S $((64 << 20)))
-        [ "$t" = lat ] && range=(-s 0 -S "$lat_max")
+        lo=$bw_min hi=$((64 << 20))
+        [ "$t" = lat ] && lo=0 hi=$lat_max
         for b in $tbufs; do
-            for m in "${order[@]}"; do
-                record "round=$r mpi=$m run=$t/$b" p2p_launch "$m" -t "$t" -b "$b" "${range[@]}" \
-                    "${qflag[@]}"
+            for part in $(size_parts "$lo" "$hi"); do
+                for m in "${order[@]}"; do
+                    record "round=$r mpi=$m run=$t/$b/$part" p2p_launch "$m" -t "$t" -b "$b" \
+                        -s "${part%-*}" -S "${part#*-}" "${qflag[@]}"
+                done
             done
         done
     done
