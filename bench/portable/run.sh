@@ -8,8 +8,9 @@
 #         stack buffers, and memcpy as the ceiling
 #   coll  every collective smheap overrides (COLLS), at 8 B, 64 KiB and 1 MiB (SIZES), on
 #         RANKS (default 2 4 8 16): one rank per CPU up to nproc, above it oversubscribed
-#   QUICK=1 fewer iterations per size (about 8x for p2p, 6x for coll): all of it in about
-#         10 minutes on 16 cores, for machines lent by the quarter hour
+#   QUICK=1 fewer iterations per size (about 8x for p2p, 6x for coll), for machines lent by
+#         the quarter hour: run p2p and coll as two calls (on 2 CPUs, p2p took 1 minute a
+#         round, coll at 4-16 ranks 6 minutes a round)
 # Writes DIR/machine.txt, DIR/log.txt and the suites' files (p2p.txt, coll.txt: the tables;
 # *-raw.txt: every measurement; plots where gnuplot is installed).
 set -euo pipefail

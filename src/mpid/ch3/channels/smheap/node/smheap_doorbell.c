@@ -66,18 +66,18 @@ static void send_wake_datagram(const char *name)
            (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + n));
 }
 
-int smheap_doorbell_registered;
 int smheap_doorbell_fenceless;
 
 int smheap_doorbell_register(void)
 {
     static pid_t asked_by;      /* a forked child asks for itself */
+    static int registered;
     long cmds;
 
     if (asked_by == getpid())
-        return smheap_doorbell_registered;
+        return registered;
     asked_by = getpid();
-    smheap_doorbell_registered = 0;
+    registered = 0;
     smheap_doorbell_fenceless = 0;
     if (RUNNING_ON_VALGRIND)
         return 0;       /* valgrind (3.19) does not know membarrier: it would warn */
@@ -87,7 +87,7 @@ int smheap_doorbell_register(void)
         return 0;
     if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) != 0)
         return 0;
-    smheap_doorbell_registered = 1;
+    registered = 1;
     return 1;
 }
 

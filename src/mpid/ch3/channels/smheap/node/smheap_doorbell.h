@@ -56,9 +56,6 @@ static inline void smheap_doorbell_disarm(smheap_doorbell_t * b)
     atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_relaxed);
 }
 
-/* This process registered for membarrier(2)'s global expedited command. */
-extern int smheap_doorbell_registered;
-
 /* This process's sleepers call membarrier after arming and its ringers leave the fence to
  * the sleepers of marked doorbells: set (to 1 where registered) only where every process
  * that rings our marked doorbells, or whose marked doorbells we ring, sets it too. */
