@@ -51,6 +51,10 @@ static int round_ok(int victim, int rank, int size, int fail, const char *when)
         int len = 0;
         MPI_Error_string(err, msg, &len);
         printf("rank %d, %s: Bcast returned %s\n", rank, when, err ? msg : "success");
+        if (!fail)      /* what held the slice */
+            printf("rank %d: slice pages in use %llu, committed %llu; served by glibc: %llu\n",
+                   rank, pvar_value("smheap_heap_bytes_in_use"),
+                   pvar_value("smheap_heap_bytes_committed"), pvar_value("smheap_glibc_full"));
         errs++;
     } else if (!fail && (outside[0] != 7 || outside[BYTES - 1] != 7)) {
         printf("rank %d, %s: Bcast delivered %d...%d\n", rank, when, outside[0],
