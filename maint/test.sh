@@ -253,7 +253,7 @@ fault_ends_job() {
     # ends within 15 s of the fault, with Hydra's report of a killed rank (it names the first
     # PID it reaped, not always the victim's) or MPI_Abort's exit code, and leaves nothing
     # new in /dev/shm.
-    local where=$1 how i t out job victim rc ms slowest=0 bad=0 before after
+    local where=$1 how i t out job victim rc ms slowest=0 bad=0 before after left
     before=$(ls /dev/shm | sort)
     for how in kill abort; do
         for i in $(seq 20); do
@@ -294,9 +294,11 @@ fault_ends_job() {
     wait
     sleep 1
     after=$(ls /dev/shm | sort)
+    left=$(pgrep -a -f "$work/faults $where")     # a zombie's command line is empty
     echo "slowest end after the fault: $slowest ms"
     echo "new in /dev/shm: $(comm -13 <(echo "$before") <(echo "$after") | tr '\n' ' ')"
-    [ "$bad" = 0 ] && [ -z "$(comm -13 <(echo "$before") <(echo "$after"))" ]
+    echo "processes left running: ${left:-none}"
+    [ "$bad" = 0 ] && [ -z "$(comm -13 <(echo "$before") <(echo "$after"))" ] && [ -z "$left" ]
 }
 cat > "$work/spin.c" <<'SPIN'
 #include <mpi.h>
@@ -366,7 +368,7 @@ malformed_setting_stops_job() {
 abort_says_why() {
     # What a process writes before it aborts reaches mpiexec's output, every time (patch
     # 0018): without it, 3-4 of 20 runs printed nothing here (AMD EPYC, 2 vCPUs).
-    local i out lost=0
+    local i out left lost=0
     for i in $(seq 20); do
         out=$(timeout 60 "$bin/mpiexec" -n 2 "$work/abort_says_why" 2>&1)
         [ $? != 0 ] || { echo "$out"; echo "run $i: the job did not fail"; return 1; }
@@ -374,7 +376,12 @@ abort_says_why() {
             { lost=$((lost + 1)); echo "run $i lost the line; mpiexec printed:"; echo "$out"; }
     done
     echo "$lost of 20 runs lost the line"
-    [ "$lost" = 0 ]
+    # and the job ended: no process of it outlives mpiexec (a proxy stuck on an emptied pipe
+    # left its processes running)
+    sleep 1
+    left=$(pgrep -a -f "$work/abort_says_why")     # a zombie's command line is empty
+    [ -z "$left" ] || { echo "left running after mpiexec exited:"; echo "$left"; }
+    [ "$lost" = 0 ] && [ -z "$left" ]
 }
 two_jobs_at_once() {
     # Two jobs on the node at the same time each get their own shared heap.
