@@ -252,7 +252,7 @@ fault_ends_job() {
     # a shared-heap collective or a single-copy transfer (WHERE): 20 rounds each; every job
     # ends within 15 s of the fault, with Hydra's report of a killed rank (it names the first
     # PID it reaped, not always the victim's) or MPI_Abort's exit code, and leaves nothing
-    # new in /dev/shm.
+    # new in /dev/shm and no process of it running.
     local where=$1 how i t out job victim rc ms slowest=0 bad=0 before after left
     before=$(ls /dev/shm | sort)
     for how in kill abort; do
