@@ -152,18 +152,29 @@ failed_checks() {   # the tester's output: why it failed, or nothing
 # x[sd]syevr report "IL, IU, VL or VU altered" whenever their own VL and VU, never set
 # for RANGE='A', hold a NaN from the stack (test/scalapack/pdsyevr_guard.c).  Accepted:
 # results failed by that alone, that is as many as the guard counted NaN calls on all
-# ranks at most, each with both residuals under the smallest threshold of SEPR.dat (20),
-# and no call that changed the four values.  What was accepted goes to OUTPUT.accepted.
+# ranks at most, each with both residuals (CHK, QTQ) under the threshold SEPR.dat gives
+# its TEST (the tester's own rule for PASSED), and no call that changed the four values.
+# What was accepted goes to OUTPUT.accepted.
 syevr_false_alarms() {  # output: why it failed, or nothing
-    local f=$1 fails nans
+    local f=$1 fails nans over
     fails=$(grep -Ec ' FAILED +$' "$f")
     nans=$(sed -n "s/^pdsyevr_guard: rank [0-9?]*: \([0-9]*\) of .*/\1/p" "$f" |
         awk '{ s += $1 } END { print s + 0 }')
     grep -Eq "^pdsyevr_guard: .* [1-9][0-9]* changed them" "$f" &&
         { echo "P?SYEVR changed VL, VU, IL or IU"; return; }
     [ "$fails" -le "$nans" ] || { echo "$fails results failed, $nans NaN calls"; return; }
-    awk '/ FAILED +$/ && !($9 < 20 && $10 < 20) { bad = 1 } END { exit !bad }' "$f" &&
-        { echo "a residual over the threshold"; return; }
+    # SEPR.dat: "'TEST n - ...'" opens a test, "THRESH  Threshold ..." ends it; the
+    # output repeats the "'TEST n - ...'" line before that test's results.
+    over=$(awk -v q="'" -v num='^[0-9]*\.?[0-9]*([EeDd][-+]?[0-9]+)?$' '
+        FNR == NR && index($0, q "TEST ") == 1 { t = $2 }
+        FNR == NR && /Threshold/ { thresh[t] = $1 + 0 }
+        FNR == NR { next }
+        index($0, q "TEST ") == 1 { t = $2 }
+        / FAILED +$/ && !(t in thresh) { print "TEST " t " has no threshold in SEPR.dat"; exit }
+        / FAILED +$/ && !($9 ~ num && $10 ~ num && $9 + 0 < thresh[t] && $10 + 0 < thresh[t]) {
+            sub(/^ +/, ""); sub(/ +$/, ""); gsub(/ +/, " "); print "TEST " t " (threshold " thresh[t] "): " $0; exit }
+        ' "$testers/SEPR.dat" "$f")
+    [ -z "$over" ] || { echo "a residual over the threshold: $over"; return; }
     sed -e '/tests\? completed and failed/d' -e '/ FAILED *$/d' -e '/altered by P.SYEVR/d' \
         "$f" > "$f.checked"
     failed_checks "$f.checked"
