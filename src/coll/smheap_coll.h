@@ -17,6 +17,11 @@
  * data on the line it polls.  A writer need not wait for its readers before it returns (it
  * runs ahead, as an eager send does); it waits only before it writes a cell again, until
  * every rank has passed the call that last used it.
+ *
+ * The rooted calls (Bcast, Gather(v), Scatter(v)) and Alltoallv, whose writer would otherwise
+ * wait for every reader, keep that eagerness for data a little too big for a cell (a Scatter
+ * of 8 bytes to 16 ranks): the writer puts them in its spill area, one piece per cell of its
+ * ring, and the cell says where.  The cell's turn guards the piece as it guards the cell.
  */
 
 #ifndef SMHEAP_COLL_H_INCLUDED
@@ -62,6 +67,12 @@ typedef struct smheap_coll_cell {
     _Alignas(16) char data[SMHEAP_COLL_CELL_LEN - 16];
 } smheap_coll_cell_t;
 
+/* A spilled call's data, at most: a small multiple of a cell, so that the writer's copy into
+ * its piece costs less than a wait for its slowest reader (a few cache lines moved, against
+ * a trip through every reader's time slice), and the area (cells x this, made at a rank's
+ * first spill) stays small. */
+#define SMHEAP_COLL_SPILL_LEN 2048
+
 #define SMHEAP_COLL_ALL_READ (-1)
 
 #define SMHEAP_COLL_CELL_DATA ((MPI_Aint) sizeof(((smheap_coll_cell_t *) 0)->data))
@@ -83,6 +94,8 @@ typedef struct smheap_coll_comm {
     uint64_t call_next;         /* and the next it has not taken yet */
     void *scratch;              /* this rank's staging buffer, in the heap */
     size_t scratch_len;
+    char *spill;                /* this rank's spill area, in the heap; NULL until needed */
+    uint64_t spill_read;        /* the point its readers pass once done with its last spill */
     int cells;                  /* cells per rank in the control block */
     int cells_per_call;         /* 2 with a tree (its calls have two phases), else 1 */
     uint64_t cell_read[SMHEAP_COLL_CELLS_MAX];  /* the point its readers pass once done
@@ -104,6 +117,7 @@ typedef enum {
     SMHEAP_COLL_SHARED,         /* the shared-heap ones, all ranks on this node */
     SMHEAP_COLL_NODE_AWARE,     /* two levels, on a communicator that spans nodes */
     SMHEAP_COLL_INLINE,         /* of the shared ones, those whose data went inline */
+    SMHEAP_COLL_SPILLED,        /* of those, the ones whose data went to a spill area */
     SMHEAP_COLL_TREE            /* and those that ran as a tree (smheap_coll_tree.h) */
 } smheap_coll_path_t;
 
@@ -115,11 +129,13 @@ int MPIDI_CH3I_Smheap_coll_finalize(void);
  * counters of the paths taken */
 int MPIDI_CH3I_Smheap_coll_ready(MPIR_Comm * comm, smheap_coll_comm_t ** cc);
 void *MPIDI_CH3I_Smheap_coll_scratch(smheap_coll_comm_t * cc, size_t len);
+char *MPIDI_CH3I_Smheap_coll_spill(smheap_coll_comm_t * cc);
 int MPIDI_CH3I_Smheap_coll_wait(smheap_coll_comm_t * cc, int rank, uint64_t step);
 extern unsigned long long PVAR_COUNTER_smheap_coll_shared;
 extern unsigned long long PVAR_COUNTER_smheap_coll_node_aware;
 extern unsigned long long PVAR_COUNTER_smheap_coll_fallback;
 extern unsigned long long PVAR_COUNTER_smheap_coll_inline;
+extern unsigned long long PVAR_COUNTER_smheap_coll_spilled;
 extern unsigned long long PVAR_COUNTER_smheap_coll_tree;
 extern unsigned long long PVAR_COUNTER_smheap_coll_lines_read;
 extern unsigned long long PVAR_COUNTER_smheap_coll_lines_written;

@@ -1,7 +1,8 @@
 /*
- * ch3:smheap collectives -- a communicator's control block and staging buffer in the
- * shared heap, made at its first collective, the wait for a peer's step, and the counters
- * of the paths taken: what every algorithm calls first and waits with.
+ * ch3:smheap collectives -- a communicator's control block in the shared heap, made at its
+ * first collective, a rank's staging buffer and spill area there, the wait for a peer's
+ * step, and the counters of the paths taken: what every algorithm calls first and waits
+ * with.
  */
 
 #include "smheap_channel.h"
@@ -13,6 +14,7 @@ unsigned long long PVAR_COUNTER_smheap_coll_shared;
 unsigned long long PVAR_COUNTER_smheap_coll_node_aware;
 unsigned long long PVAR_COUNTER_smheap_coll_fallback;
 unsigned long long PVAR_COUNTER_smheap_coll_inline;
+unsigned long long PVAR_COUNTER_smheap_coll_spilled;
 unsigned long long PVAR_COUNTER_smheap_coll_tree;
 unsigned long long PVAR_COUNTER_smheap_coll_lines_read;
 unsigned long long PVAR_COUNTER_smheap_coll_lines_written;
@@ -34,6 +36,9 @@ void MPIDI_CH3I_Smheap_coll_count(smheap_coll_path_t path)
             break;
         case SMHEAP_COLL_INLINE:
             MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_inline, 1);
+            break;
+        case SMHEAP_COLL_SPILLED:
+            MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_spilled, 1);
             break;
         case SMHEAP_COLL_TREE:
             MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_tree, 1);
@@ -146,6 +151,24 @@ void *MPIDI_CH3I_Smheap_coll_scratch(smheap_coll_comm_t * cc, size_t len)
     MPL_free(cc->scratch);
     cc->scratch = p;
     cc->scratch_len = len;
+    return p;
+}
+
+/* This rank's spill area (smheap_coll.h), made at its first spill: a piece for each of its
+ * cells, in the shared heap; NULL if the heap cannot hold it. */
+char *MPIDI_CH3I_Smheap_coll_spill(smheap_coll_comm_t * cc)
+{
+    size_t len = (size_t) cc->cells * SMHEAP_COLL_SPILL_LEN;
+    char *p;
+
+    if (cc->spill != NULL)
+        return cc->spill;
+    p = MPL_aligned_alloc(SMHEAP_CACHELINE, len, MPL_MEM_BUFFER);
+    if (p != NULL && !smheap_holds(p, len)) {
+        MPL_free(p);
+        p = NULL;
+    }
+    cc->spill = p;
     return p;
 }
 

@@ -66,10 +66,12 @@ static inline void count_lines(unsigned long long read, unsigned long long writt
     MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_coll_lines_written, written);
 }
 
-/* A cell's lines that hold its flag and `bytes` of data. */
+/* A cell's lines that hold its flag and `bytes` of data (spilled data: their address, on
+ * the flag's line; the piece they lie in is bulk data). */
 static inline int cell_lines(MPI_Aint bytes)
 {
-    return offsetof(smheap_coll_cell_t, data) + bytes > SMHEAP_CACHELINE ? 2 : 1;
+    return bytes <= SMHEAP_COLL_CELL_DATA &&
+        offsetof(smheap_coll_cell_t, data) + bytes > SMHEAP_CACHELINE ? 2 : 1;
 }
 
 static inline void wake_readers(smheap_coll_comm_t * cc);
@@ -346,6 +348,19 @@ static inline int fits_inline(MPI_Aint bytes)
     return bytes <= SMHEAP_COLL_CELL_DATA;
 }
 
+/* The same for the calls that may spill (smheap_coll.h): their data go in the cell's lines
+ * or, up to SMHEAP_COLL_SPILL_LEN, in the writer's spill piece of the cell. */
+static inline int fits_cell(MPI_Aint bytes)
+{
+    return bytes <= SMHEAP_COLL_SPILL_LEN;
+}
+
+/* Where a cell's data lie: in it, or in the spill piece whose address it holds. */
+static inline const char *cell_data(const smheap_coll_cell_t * c)
+{
+    return fits_inline(c->bytes) ? c->data : *(char *const *) c->data;
+}
+
 /* Which of a rank's cells this call uses: its calls take them in turn (tree calls two each:
  * phase 0 and 1).  A mask, not a division: a reader computes this at every poll. */
 static inline unsigned cell_turn(smheap_coll_comm_t * cc, int phase)
@@ -424,10 +439,41 @@ static inline int claim_cell(smheap_coll_comm_t * cc, int me, smheap_coll_cell_t
     return claim_cell_at(cc, me, 0, out);
 }
 
-/* Write v's data into the cell (v.bytes fits). */
-static inline int fill_cell(smheap_coll_cell_t * c, view_t v)
+/* Where this rank writes `bytes` of data for its cell c (fits_cell): the cell itself, or the
+ * cell's piece of its spill area, whose address the cell then holds. */
+static inline int cell_space(smheap_coll_comm_t * cc, int me, smheap_coll_cell_t * c,
+                             MPI_Aint bytes, char **out)
 {
-    return pack_view(v, c->data);
+    smheap_coll_cell_t *first = (smheap_coll_cell_t *) & cc->ctrl->slot[cc->size] +
+        (size_t) me * cc->cells;
+    int mpi_errno = MPI_SUCCESS;
+
+    if (fits_inline(bytes)) {
+        *out = c->data;
+        goto fn_exit;
+    }
+    if (MPIDI_CH3I_Smheap_coll_spill(cc) == NULL)
+        MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_NO_MEM, "**smheap_coll_scratch");
+    *out = cc->spill + (c - first) * SMHEAP_COLL_SPILL_LEN;
+    *(char **) c->data = *out;
+    cc->spill_read = cc->call_first + 1;
+    MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_SPILLED);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Write v's data for the cell (v.bytes fits_cell). */
+static inline int fill_cell(smheap_coll_comm_t * cc, int me, smheap_coll_cell_t * c, view_t v)
+{
+    char *data;
+    int mpi_errno = cell_space(cc, me, c, v.bytes, &data);
+
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = pack_view(v, data);
+    return mpi_errno;
 }
 
 /* Tell those who wait for this rank that it has moved: every sleeper of the communicator,
@@ -471,7 +517,7 @@ static inline int write_cell_at(smheap_coll_comm_t * cc, int me, int phase, view
     int mpi_errno = claim_cell_at(cc, me, phase, out);
 
     if (mpi_errno == MPI_SUCCESS)
-        mpi_errno = fill_cell(*out, v);
+        mpi_errno = fill_cell(cc, me, *out, v);
     if (mpi_errno == MPI_SUCCESS)
         store_cell(cc, *out, v.bytes, carried);
     return mpi_errno;
@@ -483,9 +529,9 @@ static inline int write_cell(smheap_coll_comm_t * cc, int me, view_t v, int carr
     return write_cell_at(cc, me, 0, v, carried, out);
 }
 
-/* Blocks of (buf, counts, displs, dt), rank r's for rank r, in this rank's cell after a
- * table of n + 1 offsets (the last is the end): a Scatterv root's or an Alltoallv rank's
- * whole send buffer, when it fits.  Returns FALSE, having done nothing, when it does not;
+/* Blocks of (buf, counts, displs, dt), rank r's for rank r, in this rank's cell (or its
+ * spill piece) after a table of n + 1 offsets (the last is the end): a Scatterv root's or an
+ * Alltoallv rank's whole send buffer but its own block, when it fits.  Returns FALSE, having done nothing, when it does not;
  * else TRUE, with *mpi_errno set (the caller wakes the readers, as after write_cell). */
 static inline int write_blocks_cell(smheap_coll_comm_t * cc, int me, const void *buf,
                                     const MPI_Aint * counts, const MPI_Aint * displs,
@@ -495,21 +541,25 @@ static inline int write_blocks_cell(smheap_coll_comm_t * cc, int me, const void 
     MPI_Aint ext = extent_of(dt), size = size_of(dt);
     MPI_Aint table = (n + 1) * (MPI_Aint) sizeof(MPI_Aint), total = table;
     MPI_Aint *offsets;
+    char *data;
 
     for (int r = 0; r < n; r++)
         total += counts[r] * size;
-    if (!fits_inline(total))
+    if (!fits_cell(total))
         return FALSE;
     *mpi_errno = claim_cell(cc, me, out);
+    if (*mpi_errno == MPI_SUCCESS)
+        *mpi_errno = cell_space(cc, me, *out, total, &data);
     if (*mpi_errno != MPI_SUCCESS)
         return TRUE;
     /* the offsets are summed here, not read back from the cell while its line is in flight */
-    offsets = (MPI_Aint *) (*out)->data;
+    offsets = (MPI_Aint *) data;
     offsets[0] = total = table;
     for (int r = 0; r < n && *mpi_errno == MPI_SUCCESS; r++) {
-        if (counts[r] > 0)
+        /* not its own block: it copies that straight from buf */
+        if (counts[r] > 0 && r != me)
             *mpi_errno = pack_view(view_of((const char *) buf + displs[r] * ext, counts[r], dt),
-                                   (*out)->data + total);
+                                   data + total);
         total += counts[r] * size;
         offsets[r + 1] = total;
     }
@@ -522,7 +572,8 @@ static inline int write_blocks_cell(smheap_coll_comm_t * cc, int me, const void 
  * long. */
 static inline int read_block_cell(const smheap_coll_cell_t * c, int me, view_t to)
 {
-    const MPI_Aint *offsets = (const MPI_Aint *) c->data;
+    const char *data = cell_data(c);
+    const MPI_Aint *offsets = (const MPI_Aint *) data;
     int mpi_errno = MPI_SUCCESS;
 
     if (offsets[me + 1] - offsets[me] != to.bytes)
@@ -530,7 +581,7 @@ static inline int read_block_cell(const smheap_coll_cell_t * c, int me, view_t t
                       "**collective_size_mismatch %d %d",
                       (int) (offsets[me + 1] - offsets[me]), (int) to.bytes);
     else
-        mpi_errno = unpack_into(to, c->data + offsets[me], to.bytes, 0);
+        mpi_errno = unpack_into(to, data + offsets[me], to.bytes, 0);
     return mpi_errno;
 }
 

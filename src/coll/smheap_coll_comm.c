@@ -1,8 +1,8 @@
 /*
  * ch3:smheap collectives -- communicators: the create and destroy hooks that install and
  * remove the smheap tables (smheap_coll_tables.h: one list for communicators within this
- * node, one for communicators that span nodes), the release of control blocks, and the
- * MPI_T variables.  The blocks themselves and the waits are smheap_coll_block.c's.
+ * node, one for communicators that span nodes), the release of control blocks and spill
+ * areas, and the MPI_T variables.  The blocks themselves and the waits are smheap_coll_block.c's.
  */
 
 /*
@@ -56,6 +56,18 @@ typedef struct zombie {
 } zombie_t;
 static zombie_t *zombies;
 
+/* Communicators this rank has freed while a peer may still read what it last spilled (a
+ * writer does not wait for its readers): its spill area and its hold on the control block
+ * (whose slots say how far the peers got) go once every peer has passed that point. */
+typedef struct lingering {
+    smheap_coll_ctrl_t *ctrl;
+    char *spill;
+    uint64_t read;              /* the point the readers pass once done */
+    int rank;
+    struct lingering *next, *prev;
+} lingering_t;
+static lingering_t *lingering;
+
 static void get_tables_live(void *addr, void *obj_handle, int count, void *buf)
 {
     (void) addr, (void) obj_handle, (void) count;
@@ -92,6 +104,51 @@ static void release_ctrl(smheap_coll_ctrl_t * ctrl, int owner)
         return;         /* leaked until exit: a few hundred bytes */
     z->ctrl = ctrl;
     DL_PREPEND(zombies, z);
+}
+
+/* Has every peer passed `read`?  (A peer that left a call early reached its last point.) */
+static int spill_read_by_all(smheap_coll_ctrl_t * ctrl, int me, uint64_t read)
+{
+    for (int r = 0; r < ctrl->size; r++)
+        if (r != me && atomic_load_explicit(&ctrl->slot[r].step, memory_order_acquire) < read)
+            return FALSE;
+    return TRUE;
+}
+
+/* Checked whenever a communicator goes, as the zombies are. */
+static void free_read_spills(void)
+{
+    lingering_t *l, *tmp;
+
+    DL_FOREACH_SAFE(lingering, l, tmp) {
+        if (spill_read_by_all(l->ctrl, l->rank, l->read)) {
+            DL_DELETE(lingering, l);
+            MPL_free(l->spill);
+            release_ctrl(l->ctrl, l->rank == 0);
+            MPL_free(l);
+        }
+    }
+}
+
+/* This rank is done with the communicator: its spill area goes (now, or once read), and its
+ * hold on the control block with it. */
+static void release_spill_and_ctrl(smheap_coll_comm_t * cc, int me)
+{
+    lingering_t *l;
+
+    if (cc->spill == NULL || spill_read_by_all(cc->ctrl, me, cc->spill_read)) {
+        MPL_free(cc->spill);
+        release_ctrl(cc->ctrl, me == 0);
+        return;
+    }
+    l = MPL_malloc(sizeof(*l), MPL_MEM_COMM);
+    if (l == NULL)
+        return;         /* both leaked until exit */
+    l->ctrl = cc->ctrl;
+    l->spill = cc->spill;
+    l->read = cc->spill_read;
+    l->rank = me;
+    DL_PREPEND(lingering, l);
 }
 
 /* Are all of the communicator's processes ranks of our job on this node (and so share
@@ -184,7 +241,8 @@ static int comm_destroyed(MPIR_Comm * comm, void *param)
         return MPI_SUCCESS;
     comm->dev.coll_fns = smheap_coll_tables_release(cc->tables, comm->dev.coll_fns);
     if (cc->ctrl)
-        release_ctrl(cc->ctrl, comm->rank == 0);
+        release_spill_and_ctrl(cc, comm->rank);
+    free_read_spills();
     free_released_zombies();
     MPL_free(cc->scratch);
     MPL_free(cc->seen);
@@ -238,6 +296,15 @@ int MPIDI_CH3I_Smheap_coll_init(void)
                                         "of the shared-heap collectives, those whose data "
                                         "travelled inline with their flag in the control "
                                         "block (small Bcast, Reduce, Allreduce, Allgather)");
+    MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_coll_spilled,
+                                        MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                        MPIR_T_PVAR_FLAG_READONLY |
+                                        MPIR_T_PVAR_FLAG_CONTINUOUS, "CH3",
+                                        "of the inline collectives, those in which this rank "
+                                        "wrote data too big for a cell (up to 2 KiB: a "
+                                        "Bcast or Gather block, a Scatter(v) root's or an "
+                                        "Alltoallv rank's blocks) to its spill area, and "
+                                        "returned without waiting for its readers");
     MPIR_T_PVAR_COUNTER_REGISTER_STATIC(SMHEAP, MPI_UNSIGNED_LONG_LONG, smheap_coll_tree,
                                         MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
                                         MPIR_T_PVAR_FLAG_READONLY |
@@ -293,6 +360,7 @@ int MPIDI_CH3I_Smheap_coll_init(void)
 
 int MPIDI_CH3I_Smheap_coll_finalize(void)
 {
+    free_read_spills();
     free_released_zombies();
     return MPIDI_CH3I_Smheap_coll_topo_finalize();
 }

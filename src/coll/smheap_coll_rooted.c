@@ -2,7 +2,8 @@
  * ch3:smheap collectives with a root, or none at all: Barrier, Bcast, Gather(v), Scatter(v).
  * The root offers its buffer, or a table of where each rank's block lies, and every other
  * rank copies its part straight from there (or, gathering, into the root's buffer).  Small
- * data of Bcast, Gather and Scatter travel inline in the writer's cell instead.
+ * data of Bcast, Gather and Scatter travel inline in the writer's cell instead, or up to
+ * SMHEAP_COLL_SPILL_LEN in its spill piece of the cell, so that the writer need not wait.
  */
 
 #include "smheap_coll_call.h"
@@ -54,7 +55,7 @@ static int bcast_offer(smheap_coll_comm_t * cc, int me, view_t v, int carried, u
     int mpi_errno = MPI_SUCCESS;
     const void *src;
 
-    if (fits_inline(v.bytes))
+    if (fits_cell(v.bytes))
         return leave_inline(cc, me, v, carried, copied);
     NEED_SCRATCH(cc, v.bytes);
     mpi_errno = readable(cc, v, 0, 0, &src);
@@ -96,11 +97,11 @@ static int bcast(void *buf, MPI_Aint count, MPI_Datatype dt, int root, MPIR_Comm
     } else {
         const smheap_coll_cell_t *c;
 
-        CHECK_WAIT(wait_offer_at(cc, root, 0, offered, fits_inline(v.bytes), &c));
+        CHECK_WAIT(wait_offer_at(cc, root, 0, offered, fits_cell(v.bytes), &c));
         sent = c ? c->bytes : slot(cc, root)->bytes;
         carried = c ? c->carried : slot(cc, root)->carried;
         if (sent == v.bytes)
-            mpi_errno = unpack_into(v, c ? c->data : slot(cc, root)->src, v.bytes, 0);
+            mpi_errno = unpack_into(v, c ? cell_data(c) : slot(cc, root)->src, v.bytes, 0);
         reach(cc, me, copied);
         MPIR_ERR_CHECK(mpi_errno);
         if (c != NULL)
@@ -146,12 +147,12 @@ static int gather_blocks(smheap_coll_comm_t * cc, int me, view_t in, int in_plac
                                                   extent_of(rv.dt), rv.count / n, rv.dt));
             continue;
         }
-        CHECK_WAIT(wait_offer_as(cc, r, 0, offered, fits_inline(block), &c));
+        CHECK_WAIT(wait_offer_as(cc, r, 0, offered, fits_cell(block), &c));
         if (c != NULL && c->bytes != block)
             MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
                                  "**collective_size_mismatch %d %d", (int) c->bytes,
                                  (int) block);
-        mpi_errno = unpack_into(rv, c ? c->data : slot(cc, r)->src, block, r * block);
+        mpi_errno = unpack_into(rv, c ? cell_data(c) : slot(cc, r)->src, block, r * block);
     }
 
   fn_exit:
@@ -169,7 +170,7 @@ static int gather_send(smheap_coll_comm_t * cc, int me, int root, view_t in, uin
     int mpi_errno = MPI_SUCCESS;
     const void *src;
 
-    if (fits_inline(in.bytes))
+    if (fits_cell(in.bytes))
         return leave_inline(cc, me, in, MPIR_ERR_NONE, copied);
     NEED_SCRATCH(cc, in.bytes);
     mpi_errno = readable(cc, in, 0, 0, &src);
@@ -210,7 +211,7 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
         mpi_errno = gather_blocks(cc, me, in, sendbuf == MPI_IN_PLACE, rv, block, offered);
         MPIR_ERR_CHECK(mpi_errno);      /* senders still waiting learn of it (leave_failed) */
         reach(cc, me, copied);
-        if (fits_inline(block) && n > 1)
+        if (fits_cell(block) && n > 1)
             MPIDI_CH3I_Smheap_coll_count(SMHEAP_COLL_INLINE);
     }
 
@@ -221,6 +222,28 @@ static int gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype
     goto fn_exit;
 }
 
+/* The root's blocks (sv: n blocks alike) in its cell, rank r's at r times a block, all but
+ * its own, which it copies straight to its receive buffer. */
+static int write_blocks_but_mine(smheap_coll_comm_t * cc, int me, view_t sv,
+                                 smheap_coll_cell_t ** c)
+{
+    int n = cc->size;
+    MPI_Aint count = sv.count / n, block = sv.bytes / n, ext = count * extent_of(sv.dt);
+    char *data;
+    int mpi_errno = claim_cell(cc, me, c);
+
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = cell_space(cc, me, *c, sv.bytes, &data);
+    if (mpi_errno == MPI_SUCCESS && me > 0)
+        mpi_errno = pack_view(view_of(sv.buf, count * me, sv.dt), data);
+    if (mpi_errno == MPI_SUCCESS && me < n - 1)
+        mpi_errno = pack_view(view_of((const char *) sv.buf + (me + 1) * ext,
+                                      count * (n - 1 - me), sv.dt), data + (me + 1) * block);
+    if (mpi_errno == MPI_SUCCESS)
+        store_cell(cc, *c, sv.bytes, MPIR_ERR_NONE);
+    return mpi_errno;
+}
+
 /* The root's blocks, all of them in its cell when they fit: it returns at once, and each
  * reader takes its block from there.  mine: the root's own block of sv. */
 static int scatter_offer(smheap_coll_comm_t * cc, int me, view_t sv, view_t mine, view_t rv,
@@ -229,10 +252,10 @@ static int scatter_offer(smheap_coll_comm_t * cc, int me, view_t sv, view_t mine
     int mpi_errno = MPI_SUCCESS, n = cc->size;
     const void *src;
 
-    if (fits_inline(sv.bytes)) {
+    if (fits_cell(sv.bytes)) {
         smheap_coll_cell_t *c;
 
-        mpi_errno = write_cell(cc, me, sv, MPIR_ERR_NONE, &c);
+        mpi_errno = write_blocks_but_mine(cc, me, sv, &c);
         MPIR_ERR_CHECK(mpi_errno);
         if (!in_place)
             mpi_errno = copy_view(mine, rv);
@@ -285,12 +308,12 @@ static int scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
         const smheap_coll_cell_t *c;
         const char *from;
 
-        CHECK_WAIT(wait_offer_as(cc, root, 0, offered, fits_inline(rv.bytes * n), &c));
+        CHECK_WAIT(wait_offer_as(cc, root, 0, offered, fits_cell(rv.bytes * n), &c));
         if (c != NULL && c->bytes != rv.bytes * n)
             MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
                                  "**collective_size_mismatch %d %d", (int) c->bytes / n,
                                  (int) rv.bytes);
-        from = c ? c->data : slot(cc, root)->src;
+        from = c ? cell_data(c) : slot(cc, root)->src;
         mpi_errno = unpack_into(rv, from + me * rv.bytes, rv.bytes, 0);
         reach(cc, me, copied);
         MPIR_ERR_CHECK(mpi_errno);
@@ -339,12 +362,12 @@ static int gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtyp
                 mpi_errno = copy_view(in, rv);
                 continue;
             }
-            CHECK_WAIT(wait_offer_as(cc, r, 0, offered, fits_inline(rv.bytes), &c));
+            CHECK_WAIT(wait_offer_as(cc, r, 0, offered, fits_cell(rv.bytes), &c));
             if (c != NULL && c->bytes != rv.bytes)
                 MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**collective_size_mismatch",
                                      "**collective_size_mismatch %d %d", (int) c->bytes,
                                      (int) rv.bytes);
-            mpi_errno = unpack_into(rv, c ? c->data : slot(cc, r)->src, rv.bytes, 0);
+            mpi_errno = unpack_into(rv, c ? cell_data(c) : slot(cc, r)->src, rv.bytes, 0);
         }
         MPIR_ERR_CHECK(mpi_errno);      /* senders still waiting learn of it (leave_failed) */
         reach(cc, me, copied);

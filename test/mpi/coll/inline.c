@@ -14,7 +14,8 @@
  *    order, and Allgatherv and Alltoallv with such counts; Alltoall, of a strided type
  *    too, and in place;
  *  - ranks that pass different amounts of data, one of them small enough for a cell and the
- *    other not, all get an error (no hang), and the communicator works afterwards.
+ *    other not, all get an error (no hang), and the communicator works afterwards; but a
+ *    writer whose data spilled (coll/spill.c) returned at once, and cannot know.
  * The MPI_T counter smheap_coll_inline shows which calls went inline (none with
  * MPIR_CVAR_CH3_SMHEAP_COLL=0 or the heap off, when MPICH's algorithms answer: the test is
  * then given the argument "off"). */
@@ -22,6 +23,7 @@
 #include "../include/smheap_test.h"
 
 #define CELLS 32                /* the most cells a rank has (SMHEAP_COLL_CELLS_MAX) */
+#define SPILL_LEN 2048          /* the most data a call spills (SMHEAP_COLL_SPILL_LEN) */
 static int errs, rank, size;
 static int coll_on;             /* the shared-heap collectives answer on this communicator */
 
@@ -193,11 +195,17 @@ static void rooted(MPI_Comm comm)
     free(all);
 }
 
-/* One side small enough for a cell, the other not: every rank but a Bcast's root (which
- * cannot know) gets an error, and nobody hangs. */
-static void mismatches(MPI_Comm comm)
+/* One side small enough for a cell, the other not (`big` ints, per block for the gathers,
+ * scatters and Alltoall): every rank but a Bcast's root (which cannot know) gets an error,
+ * and nobody hangs. */
+static void mismatches(MPI_Comm comm, int big)
 {
-    static int buf[1000], out[1000];
+    int *buf = calloc((size_t) big * size, sizeof(int)), *out = calloc((size_t) big * size,
+                                                                         sizeof(int));
+    /* does a big block, or a Scatter root's big blocks, go to a spill piece (its writer then
+     * returns without waiting, and cannot find out)? */
+    int block_spills = big * (int) sizeof(int) <= SPILL_LEN;
+    int blocks_spill = big * size * (int) sizeof(int) <= SPILL_LEN;
     int err;
 
     if (!coll_on)
@@ -205,39 +213,38 @@ static void mismatches(MPI_Comm comm)
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     for (int root_small = 0; root_small < 2; root_small++) {
         int small = rank == 0 ? root_small : !root_small;
-        err = MPI_Bcast(buf, small ? 4 : 1000, MPI_INT, 0, comm);
+        err = MPI_Bcast(buf, small ? 4 : big, MPI_INT, 0, comm);
         if (rank != 0 && err == MPI_SUCCESS)
-            FAIL("a Bcast of %s at the root and %s here succeeded",
-                 root_small ? "4 ints" : "1000", root_small ? "1000" : "4 ints");
-        err = MPI_Allreduce(buf, out, small ? 4 : 1000, MPI_INT, MPI_SUM, comm);
+            FAIL("a Bcast of %d ints at the root and %d here succeeded", root_small ? 4 : big,
+                 root_small ? big : 4);
+        err = MPI_Allreduce(buf, out, small ? 4 : big, MPI_INT, MPI_SUM, comm);
         if (err == MPI_SUCCESS)
-            FAIL("an Allreduce of %d ints here, %d at rank 0, succeeded", small ? 4 : 1000,
-                 root_small ? 4 : 1000);
+            FAIL("an Allreduce of %d ints here, %d at rank 0, succeeded", small ? 4 : big,
+                 root_small ? 4 : big);
         /* a Gather's root always finds out; its senders when they waited for it */
-        err = MPI_Gather(buf, small ? 4 : 1000 / size, MPI_INT, out, small ? 4 : 1000 / size,
-                         MPI_INT, 0, comm);
-        if ((rank == 0 || root_small) && err == MPI_SUCCESS)
-            FAIL("a Gather of %d ints here, %d at rank 0, succeeded", small ? 4 : 1000 / size,
-                 root_small ? 4 : 1000 / size);
+        err = MPI_Gather(buf, small ? 4 : big, MPI_INT, out, small ? 4 : big, MPI_INT, 0, comm);
+        if ((rank == 0 || (root_small && !block_spills)) && err == MPI_SUCCESS)
+            FAIL("a Gather of %d ints here, %d at rank 0, succeeded", small ? 4 : big,
+                 root_small ? 4 : big);
         /* a Scatter's readers always find out; its root when it waited for them */
-        err = MPI_Scatter(buf, small ? 4 : 1000 / size, MPI_INT, out,
-                          small ? 4 : 1000 / size, MPI_INT, 0, comm);
-        if ((rank != 0 || !root_small) && err == MPI_SUCCESS)
-            FAIL("a Scatter of %d ints here, %d at rank 0, succeeded", small ? 4 : 1000 / size,
-                 root_small ? 4 : 1000 / size);
+        err = MPI_Scatter(buf, small ? 4 : big, MPI_INT, out, small ? 4 : big, MPI_INT, 0, comm);
+        if ((rank != 0 || (!root_small && !blocks_spill)) && err == MPI_SUCCESS)
+            FAIL("a Scatter of %d ints here, %d at rank 0, succeeded", small ? 4 : big,
+                 root_small ? 4 : big);
         /* every rank of an Alltoall reads every other's blocks */
-        err = MPI_Alltoall(buf, small ? 2 : 1000 / size, MPI_INT, out, small ? 2 : 1000 / size,
-                           MPI_INT, comm);
+        err = MPI_Alltoall(buf, small ? 2 : big, MPI_INT, out, small ? 2 : big, MPI_INT, comm);
         if (err == MPI_SUCCESS)
             FAIL("an Alltoall of %d ints per rank here, %d at rank 0, succeeded",
-                 small ? 2 : 1000 / size, root_small ? 2 : 1000 / size);
+                 small ? 2 : big, root_small ? 2 : big);
     }
     MPI_Barrier(comm);
     int one = rank, sum = -1;
     if (MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS ||
         sum != size * (size - 1) / 2)
-        FAIL("an Allreduce after the mismatches: %d", sum);
+        FAIL("an Allreduce after the mismatches of %d ints: %d", big, sum);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+    free(buf);
+    free(out);
 }
 
 /* Gatherv while the root sleeps, then Scatterv while the readers sleep: rank r's block is
@@ -495,7 +502,8 @@ int main(int argc, char **argv)
     alltoalls(dup, every_other);
     if (coll_on && inline_calls() - after_big < 3 * CELLS + 4 * CELLS)
         FAIL("only %llu calls went inline", inline_calls() - after_big);
-    mismatches(dup);
+    mismatches(dup, 1000);      /* the big side waits */
+    mismatches(dup, 60);        /* the big side spills */
 
     MPI_Comm_free(&dup);
     MPI_Op_free(&mmul);
