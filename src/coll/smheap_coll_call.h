@@ -531,8 +531,9 @@ static inline int write_cell(smheap_coll_comm_t * cc, int me, view_t v, int carr
 
 /* Blocks of (buf, counts, displs, dt), rank r's for rank r, in this rank's cell (or its
  * spill piece) after a table of n + 1 offsets (the last is the end): a Scatterv root's or an
- * Alltoallv rank's whole send buffer but its own block, when it fits.  Returns FALSE, having done nothing, when it does not;
- * else TRUE, with *mpi_errno set (the caller wakes the readers, as after write_cell). */
+ * Alltoallv rank's whole send buffer but its own block, when it fits.  Returns FALSE,
+ * having done nothing, when it does not; else TRUE, with *mpi_errno set (the caller wakes
+ * the readers, as after write_cell). */
 static inline int write_blocks_cell(smheap_coll_comm_t * cc, int me, const void *buf,
                                     const MPI_Aint * counts, const MPI_Aint * displs,
                                     MPI_Datatype dt, smheap_coll_cell_t ** out, int *mpi_errno)

@@ -2,7 +2,8 @@
  * ch3:smheap collectives -- communicators: the create and destroy hooks that install and
  * remove the smheap tables (smheap_coll_tables.h: one list for communicators within this
  * node, one for communicators that span nodes), the release of control blocks and spill
- * areas, and the MPI_T variables.  The blocks themselves and the waits are smheap_coll_block.c's.
+ * areas, and the MPI_T variables.  The blocks themselves and the waits are
+ * smheap_coll_block.c's.
  */
 
 /*

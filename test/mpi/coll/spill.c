@@ -27,11 +27,15 @@ static unsigned long long spilled(void)
     return pvar_value("smheap_coll_spilled");
 }
 
-/* This rank's spilled calls since `before` must be `want` (0 with MPICH's algorithms). */
+/* This rank's spilled calls since `before` must be `want` (0 with MPICH's algorithms).  Not
+ * checked on a node with one rank of the job (simulated nodes): with no reader, a spill
+ * there changes nothing. */
 static void expect_spilled(const char *what, unsigned long long before, int want)
 {
     unsigned long long got = spilled() - before;
 
+    if (size == 1)
+        return;
     if (got != (unsigned long long) (coll_on ? want : 0))
         FAIL("%s: %llu calls spilled here, not %d", what, got, coll_on ? want : 0);
 }
