@@ -39,7 +39,10 @@ int MPIDI_CH3I_Smheap_coll_tree_barrier(smheap_coll_comm_t * cc, int me, uint64_
     goto fn_exit;
 }
 
-/* Pass a cell's data on to this rank's children (the caller's reach() wakes them). */
+/* Pass a cell's data on to this rank's children (the caller's reach() wakes them).  A Bcast
+ * root with more data than a cell holds spilled them (sizes that differ: the tree carries
+ * only data that fit in a cell): its cell holds their address, which goes on with the count,
+ * so that every rank below finds the mismatch. */
 static int forward(smheap_coll_comm_t * cc, int me, int phase, const void *data, MPI_Aint bytes,
                    int carried)
 {
@@ -50,7 +53,7 @@ static int forward(smheap_coll_comm_t * cc, int me, int phase, const void *data,
         return MPI_SUCCESS;
     mpi_errno = claim_cell_at(cc, me, phase, &mine);
     if (mpi_errno == MPI_SUCCESS) {
-        memcpy(mine->data, data, bytes);
+        memcpy(mine->data, data, fits_inline(bytes) ? bytes : (MPI_Aint) sizeof(char *));
         store_cell(cc, mine, bytes, carried);
     }
     return mpi_errno;

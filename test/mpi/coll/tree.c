@@ -241,22 +241,26 @@ static void check_exchanges(MPI_Comm comm, int rank, int size)
     free(dsp);
 }
 
-/* The root passes 64 ints (its slot), the others expect 1 (a cell, down the tree). */
+/* The root passes 64 ints (its spill area) or 1000 (its slot), the others expect 1 (a cell,
+ * down the tree). */
 static void check_mismatch(MPI_Comm comm, int rank, int size)
 {
-    int v[64] = { 0 }, err, x;
+    static int v[1000];
+    int err, x, counts[2] = { 64, 1000 };
 
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    err = MPI_Bcast(v, rank == 0 ? 64 : 1, MPI_INT, 0, comm);
-    if (err == MPI_SUCCESS && rank != 0)
-        FAIL("Bcast of 64 ints received as 1 int: no error");
-    x = rank == 0 ? 77 : 0;
-    MPI_Bcast(&x, 1, MPI_INT, 0, comm);
-    if (x != 77)
-        FAIL("Bcast after a mismatch: %d", x);
-    MPI_Allreduce(&rank, &x, 1, MPI_INT, MPI_SUM, comm);
-    if (x != size * (size - 1) / 2)
-        FAIL("Allreduce after a mismatch: %d", x);
+    for (int i = 0; i < 2; i++) {
+        err = MPI_Bcast(v, rank == 0 ? counts[i] : 1, MPI_INT, 0, comm);
+        if (err == MPI_SUCCESS && rank != 0)
+            FAIL("Bcast of %d ints received as 1 int: no error", counts[i]);
+        x = rank == 0 ? 77 : 0;
+        MPI_Bcast(&x, 1, MPI_INT, 0, comm);
+        if (x != 77)
+            FAIL("Bcast after a mismatch of %d ints: %d", counts[i], x);
+        MPI_Allreduce(&rank, &x, 1, MPI_INT, MPI_SUM, comm);
+        if (x != size * (size - 1) / 2)
+            FAIL("Allreduce after a mismatch of %d ints: %d", counts[i], x);
+    }
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
 }
 
