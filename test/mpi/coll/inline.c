@@ -457,10 +457,7 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    /* the ranks that share this node's heap (all of them unless the job spans nodes) */
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &dup);
-    MPI_Comm_rank(dup, &rank);
-    MPI_Comm_size(dup, &size);
+    coll_on = node_comm_coll_on(&dup, &rank, &size);
     MPI_Type_contiguous(4, MPI_INT, &mat4);
     MPI_Type_commit(&mat4);
     MPI_Datatype vec;
@@ -469,10 +466,6 @@ int main(int argc, char **argv)
     MPI_Type_commit(&every_other);
     MPI_Type_free(&vec);
     MPI_Op_create(smheap_test_matmul, 0, &mmul);
-    /* are the shared-heap collectives on (not with the heap or them turned off)? */
-    unsigned long long shared = pvar_value("smheap_coll_shared");
-    MPI_Barrier(dup);
-    coll_on = size > 1 && pvar_value("smheap_coll_shared") == shared + 1;
     if (size > 1 && coll_on != (argc < 2 || strcmp(argv[1], "off") != 0))
         FAIL("the shared-heap collectives are %s, not as the test was told", coll_on ? "on" : "off");
 

@@ -229,12 +229,7 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &comm);
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    unsigned long long shared = pvar_value("smheap_coll_shared");
-    MPI_Barrier(comm);
-    coll_on = size > 1 && pvar_value("smheap_coll_shared") == shared + 1;
+    coll_on = node_comm_coll_on(&comm, &rank, &size);
     if (size > 1 && coll_on != (argc < 2 || strcmp(argv[1], "off") != 0))
         FAIL("the shared-heap collectives are %s, not as the test was told", coll_on ? "on" : "off");
 

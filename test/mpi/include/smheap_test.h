@@ -277,6 +277,21 @@ static inline int heap_enabled(void)
 }
 
 /* Sum the errors of every rank; rank 0 prints what runtests expects. */
+/* The ranks that share this node's heap (all of them unless the job spans nodes), and
+ * whether the shared-heap collectives answer on them (one Barrier counted in
+ * smheap_coll_shared; never on a communicator of one rank).  MPI_T must be initialised. */
+static inline int node_comm_coll_on(MPI_Comm * comm, int *rank, int *size)
+{
+    unsigned long long shared;
+
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, comm);
+    MPI_Comm_rank(*comm, rank);
+    MPI_Comm_size(*comm, size);
+    shared = pvar_value("smheap_coll_shared");
+    MPI_Barrier(*comm);
+    return *size > 1 && pvar_value("smheap_coll_shared") == shared + 1;
+}
+
 static inline void smheap_test_report(int errs)
 {
     int rank, total;
