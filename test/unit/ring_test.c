@@ -14,6 +14,7 @@
  *   - data spread into a cell stays inside it, clear of the header, on line boundaries,
  *     and moves to other lines of the cell from one lap of the ring to the next;
  *   - a doorbell rung with nobody asleep costs no futex call, and wakes an armed sleeper;
+ *     rung again before its owner arms again, it is left alone (no second futex call);
  *   - a sleeper on several doorbells (its node one and its links') is woken by any of them,
  *     from another process, and otherwise sleeps until its timeout;
  *   - two processes stream 200,000 messages through a small ring, each side sleeping on
@@ -353,10 +354,19 @@ static void test_doorbell_basics(void)
 
     seq = smheap_doorbell_arm(b);
     smheap_doorbell_ring(b);
-    CHECK(atomic_load(&b->seq) == seq + 1);
+    CHECK(atomic_load(&b->seq) == ((seq + 2) | SMHEAP_DOORBELL_RUNG));
+    smheap_doorbell_ring(b);    /* rung already: no second bump (nor futex call) */
+    CHECK(atomic_load(&b->seq) == ((seq + 2) | SMHEAP_DOORBELL_RUNG));
     t0 = now();
     CHECK(smheap_doorbell_sleep(b, seq, 2000000000L) == 0);     /* returns at once */
     CHECK(now() - t0 < 1.0);
+    smheap_doorbell_disarm(b);
+
+    /* the next arm takes the mark off, and the next ring bumps again */
+    seq = smheap_doorbell_arm(b);
+    CHECK(!(seq & SMHEAP_DOORBELL_RUNG) && atomic_load(&b->seq) == seq);
+    smheap_doorbell_ring(b);
+    CHECK(atomic_load(&b->seq) == ((seq + 2) | SMHEAP_DOORBELL_RUNG));
     smheap_doorbell_disarm(b);
 
     seq = smheap_doorbell_arm(b);       /* nobody rings: the timeout ends the sleep */
@@ -391,7 +401,7 @@ static void test_doorbell_any(void)
     t0 = now();
     CHECK(smheap_doorbell_sleep_any(bells, seqs, 3, 5000000000L) == 0);
     CHECK(now() - t0 < 2.5);    /* woken by the ring, not by the 5 s timeout */
-    CHECK(atomic_load(&b[2].seq) == seqs[2] + 1);
+    CHECK(atomic_load(&b[2].seq) == ((seqs[2] + 2) | SMHEAP_DOORBELL_RUNG));
     for (int i = 0; i < 3; i++)
         smheap_doorbell_disarm(bells[i]);
     waitpid(pid, NULL, 0);

@@ -101,7 +101,15 @@ int smheap_doorbell_armed(void)
 
 void smheap_doorbell_wake(smheap_doorbell_t * b)
 {
-    atomic_fetch_add_explicit(&b->seq, 1, memory_order_release);
+    int seq = atomic_load_explicit(&b->seq, memory_order_relaxed);
+
+    do {
+        if (seq & SMHEAP_DOORBELL_RUNG)
+            return;     /* woken already, and not armed since */
+    } while (!atomic_compare_exchange_weak_explicit(&b->seq, &seq,
+                                                    (int) (((unsigned) seq + 2) |
+                                                           SMHEAP_DOORBELL_RUNG),
+                                                    memory_order_release, memory_order_relaxed));
     syscall(SYS_futex, &b->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
     if (b->wake_socket[0] != '\0')
         send_wake_datagram(b->wake_socket);

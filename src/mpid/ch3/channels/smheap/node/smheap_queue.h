@@ -54,7 +54,7 @@ static inline void MPIDI_CH3I_Smheap_wake_ranks(const int *ranks, int n)
     smheap_doorbell_order(smheap_doorbell_fenceless);
     for (int i = 0; i < n; i++) {
         smheap_doorbell_t *b = &smheap_queue.bells[ranks[i]];
-        if (atomic_load_explicit(&b->sleepers, memory_order_relaxed) > 0)
+        if (smheap_doorbell_has_sleepers(b))
             smheap_doorbell_wake(b);
     }
 }
