@@ -35,6 +35,7 @@ unsigned long long PVAR_COUNTER_smheap_remote_bytes;
 unsigned long long PVAR_COUNTER_smheap_remote_connects;
 unsigned long long PVAR_COUNTER_smheap_remote_failures;
 unsigned long long PVAR_COUNTER_smheap_remote_wakeups;
+unsigned long long PVAR_COUNTER_smheap_arms;
 unsigned long long PVAR_COUNTER_smheap_net_ofi_data_msgs;
 unsigned long long PVAR_COUNTER_smheap_net_ofi_read_msgs;
 unsigned long long PVAR_COUNTER_smheap_net_ofi_reads;

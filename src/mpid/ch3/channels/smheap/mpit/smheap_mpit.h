@@ -43,6 +43,7 @@ extern unsigned long long PVAR_COUNTER_smheap_remote_bytes;
 extern unsigned long long PVAR_COUNTER_smheap_remote_connects;
 extern unsigned long long PVAR_COUNTER_smheap_remote_failures;
 extern unsigned long long PVAR_COUNTER_smheap_remote_wakeups;
+extern unsigned long long PVAR_COUNTER_smheap_arms;
 extern unsigned long long PVAR_COUNTER_smheap_net_ofi_data_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_net_ofi_read_msgs;
 extern unsigned long long PVAR_COUNTER_smheap_net_ofi_reads;

@@ -68,6 +68,13 @@ static void send_wake_datagram(const char *name)
 
 int smheap_doorbell_fenceless;
 
+static atomic_ullong wakeups_issued;
+
+size_t smheap_doorbell_wakeups(void)
+{
+    return (size_t) atomic_load_explicit(&wakeups_issued, memory_order_relaxed);
+}
+
 int smheap_doorbell_register(void)
 {
     static pid_t asked_by;      /* a forked child asks for itself */
@@ -110,6 +117,7 @@ void smheap_doorbell_wake(smheap_doorbell_t * b)
                                                     (int) (((unsigned) seq + 2) |
                                                            SMHEAP_DOORBELL_RUNG),
                                                     memory_order_release, memory_order_relaxed));
+    atomic_fetch_add_explicit(&wakeups_issued, 1, memory_order_relaxed);
     syscall(SYS_futex, &b->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
     if (b->wake_socket[0] != '\0')
         send_wake_datagram(b->wake_socket);

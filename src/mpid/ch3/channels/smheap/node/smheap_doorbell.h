@@ -36,6 +36,7 @@
 #define SMHEAP_DOORBELL_H_INCLUDED
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 #define SMHEAP_DOORBELL_NAME_LEN 48
 
@@ -90,6 +91,10 @@ int smheap_doorbell_armed(void);
 /* Wake every thread asleep on b, unless b is marked rung.  Call after publishing the work
  * and finding a sleeper (smheap_doorbell_has_sleepers). */
 void smheap_doorbell_wake(smheap_doorbell_t * b);
+
+/* The wake-ups this process has issued: at most one per arm of the doorbell woken, and one
+ * for each doorbell before its first arm. */
+size_t smheap_doorbell_wakeups(void);
 
 /* Has b's owner armed?  Acquire: a ringer that sees an arm sees the mark it took off. */
 static inline int smheap_doorbell_has_sleepers(smheap_doorbell_t * b)

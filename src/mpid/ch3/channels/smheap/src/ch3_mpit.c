@@ -212,6 +212,13 @@ static void register_waiting(void)
             "waits that stopped spinning because more threads were runnable than the CPUs");
     COUNTER(smheap_remote_wakeups, MPI_T_VERBOSITY_USER_DETAIL,
             "times a local peer woke this rank from a sleep in poll() on its sockets");
+    COUNTER(smheap_arms, MPI_T_VERBOSITY_USER_DETAIL,
+            "doorbells this rank armed, announcing that it may sleep on them (its node "
+            "doorbell, and its link doorbells, at each sleep and each last look before one)");
+    READ_COUNTER(smheap_wakeups, (void *) smheap_doorbell_wakeups, get_by_call,
+                 MPI_T_VERBOSITY_USER_DETAIL,
+                 "wake-ups this rank issued to peers that had armed their doorbells (a futex "
+                 "call, and a datagram to a peer asleep in poll()): at most one per arm");
     LEVEL(smheap_net_ofi, MPIDI_CH3I_Net_uses_ofi, get_by_call,
           "1 if the ranks of this job on other nodes are reached over libfabric "
           "(MPIR_CVAR_CH3_SMHEAP_NET), 0 if over TCP sockets");

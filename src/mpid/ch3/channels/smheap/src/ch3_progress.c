@@ -331,6 +331,7 @@ static int arm_bells(bell_set_t * set)
         MPIDI_CH3I_Net_listen_for_wakeups(set->bells[i]);
         set->seqs[i] = smheap_doorbell_arm(set->bells[i]);
     }
+    MPIR_T_PVAR_COUNTER_INC(SMHEAP, smheap_arms, set->n);
     MPIDI_CH3I_Link_sleepers++;         /* the link doorbells stay mapped meanwhile */
     set->may_sleep = smheap_doorbell_armed() == 0;
     return mpi_errno;
