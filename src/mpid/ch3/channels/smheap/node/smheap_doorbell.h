@@ -14,11 +14,11 @@
  * A bump also marks `seq` rung (its low bit), and the owner's next arm takes the mark off.
  * A ringer that finds the mark leaves the doorbell alone: the ringer that set it has woken
  * every thread asleep on the value before, and the owner has not armed since, so nothing
- * sleeps on the new value.  Without the mark, every publication a sleeper does not wait for
- * cost its ringer a futex call (and a datagram): 16 ranks on 2 CPUs made 143 futex calls per
- * 8-byte MPI_Reduce, each ringing sleepers that had been woken already.  A bump adds 2, so
- * a value is not seen again before 2^31 wake-ups: a thread about to sleep on the value it
- * armed with cannot mistake a later one for it after another thread's arm took the mark off.
+ * sleeps on the new value.  Otherwise every publication would cost its ringer a futex call
+ * (and a datagram) for each armed peer, woken already or not: 143 per 8-byte MPI_Reduce of
+ * 16 ranks on 2 CPUs (doc/p2p.md, "Waiting").  A bump adds 2, so a value is not seen again
+ * before 2^31 wake-ups: a thread about to sleep on the value it armed with cannot mistake a
+ * later one for it after another thread's arm took the mark off.
  *
  * Each side must order its store before its load.  A fence on the ringer's side costs every
  * message: on x86 it waits until the message's lines have reached the reader's core, which
