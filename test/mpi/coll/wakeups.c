@@ -26,9 +26,7 @@ int main(int argc, char **argv)
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_comm);
-    MPI_Comm_rank(node_comm, &node_rank);
-    MPI_Comm_size(node_comm, &node_size);
+    node_comm_coll_on(&node_comm, &node_rank, &node_size);     /* rings either way */
 
     for (int i = 0; i < CALLS; i++) {
         int right = (rank + 1) % size, left = (rank + size - 1) % size, got;
